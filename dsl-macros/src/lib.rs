@@ -1,0 +1,1 @@
+//! `#[tpu_kernel]`. Filled by the DSL issue.

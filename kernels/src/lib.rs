@@ -1,0 +1,1 @@
+//! Kernels written with `#[tpu_kernel]`. Filled by the DSL issue.

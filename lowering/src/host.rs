@@ -1,0 +1,188 @@
+//! Dense row-major host tensors: what users hand to kernels and what the runtime and the
+//! reference interpreter read and write. Bytes are native-endian, elements packed.
+
+use crate::dtype::DType;
+use half::{bf16, f16};
+
+/// Errors building or reading a host tensor.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HostTensorError {
+    #[error("shape {shape:?} of {dtype} needs {expected} bytes, got {got}")]
+    ByteLength { dtype: DType, shape: Vec<usize>, expected: usize, got: usize },
+    #[error("tensor holds {actual}, asked for {asked}")]
+    DTypeMismatch { actual: DType, asked: DType },
+}
+
+/// A dense row-major array on the host.
+#[derive(Clone, PartialEq)]
+pub struct HostTensor {
+    dtype: DType,
+    shape: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for HostTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostTensor({}{:?}", self.dtype, self.shape)?;
+        let vals = self.to_f64_vec();
+        let shown: Vec<f64> = vals.iter().take(8).copied().collect();
+        write!(f, " {:?}{})", shown, if vals.len() > 8 { " ..." } else { "" })
+    }
+}
+
+/// Rust element types that map one-to-one onto a [`DType`] on the host.
+pub trait HostElement: Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! host_element {
+    ($t:ty, $d:ident, |$x:ident| $to:expr, |$v:ident| $from:expr) => {
+        impl HostElement for $t {
+            const DTYPE: DType = DType::$d;
+            fn to_f64(self) -> f64 {
+                let $x = self;
+                $to
+            }
+            fn from_f64($v: f64) -> Self {
+                $from
+            }
+        }
+    };
+}
+host_element!(bool, Bool, |x| if x { 1.0 } else { 0.0 }, |v| v != 0.0);
+host_element!(i8, I8, |x| x as f64, |v| v as i8);
+host_element!(i16, I16, |x| x as f64, |v| v as i16);
+host_element!(i32, I32, |x| x as f64, |v| v as i32);
+host_element!(i64, I64, |x| x as f64, |v| v as i64);
+host_element!(u8, U8, |x| x as f64, |v| v as u8);
+host_element!(u16, U16, |x| x as f64, |v| v as u16);
+host_element!(u32, U32, |x| x as f64, |v| v as u32);
+host_element!(u64, U64, |x| x as f64, |v| v as u64);
+host_element!(f16, F16, |x| x.to_f64(), |v| f16::from_f64(v));
+host_element!(bf16, BF16, |x| x.to_f64(), |v| bf16::from_f64(v));
+host_element!(f32, F32, |x| x as f64, |v| v as f32);
+host_element!(f64, F64, |x| x, |v| v);
+
+/// Calls `$body` with `$T` bound to the Rust type of `$dtype`.
+#[macro_export]
+macro_rules! with_host_type {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::DType::Bool => { type $T = bool; $body }
+            $crate::DType::I8 => { type $T = i8; $body }
+            $crate::DType::I16 => { type $T = i16; $body }
+            $crate::DType::I32 => { type $T = i32; $body }
+            $crate::DType::I64 => { type $T = i64; $body }
+            $crate::DType::U8 => { type $T = u8; $body }
+            $crate::DType::U16 => { type $T = u16; $body }
+            $crate::DType::U32 => { type $T = u32; $body }
+            $crate::DType::U64 => { type $T = u64; $body }
+            $crate::DType::F16 => { type $T = half::f16; $body }
+            $crate::DType::BF16 => { type $T = half::bf16; $body }
+            $crate::DType::F32 => { type $T = f32; $body }
+            $crate::DType::F64 => { type $T = f64; $body }
+        }
+    };
+}
+
+impl HostTensor {
+    /// Wraps raw bytes, checking their length against the shape.
+    pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: Vec<u8>) -> Result<Self, HostTensorError> {
+        let expected = shape.iter().product::<usize>() * dtype.size_bytes();
+        if bytes.len() != expected {
+            return Err(HostTensorError::ByteLength { dtype, shape, expected, got: bytes.len() });
+        }
+        Ok(HostTensor { dtype, shape, bytes })
+    }
+
+    /// A tensor of typed elements. Panics only if `data.len()` disagrees with `shape`
+    /// (a programming error in the caller, not user input).
+    pub fn from_vec<T: HostElement>(shape: Vec<usize>, data: Vec<T>) -> Self {
+        assert_eq!(shape.iter().product::<usize>(), data.len(), "data length vs shape {shape:?}");
+        let mut bytes = Vec::with_capacity(data.len() * T::DTYPE.size_bytes());
+        for v in &data {
+            // SAFETY: HostElement types are plain-old-data of size T::DTYPE.size_bytes().
+            let raw = unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) };
+            bytes.extend_from_slice(raw);
+        }
+        HostTensor { dtype: T::DTYPE, shape, bytes }
+    }
+
+    /// A tensor of `dtype` whose elements are `values` rounded (or truncated) to that dtype.
+    pub fn from_f64(dtype: DType, shape: Vec<usize>, values: &[f64]) -> Self {
+        with_host_type!(dtype, T => HostTensor::from_vec::<T>(shape, values.iter().map(|&v| T::from_f64(v)).collect()))
+    }
+
+    /// All elements equal to `value` (e.g. a NaN poison before a kernel writes its output).
+    pub fn full(dtype: DType, shape: Vec<usize>, value: f64) -> Self {
+        let n = shape.iter().product::<usize>();
+        HostTensor::from_f64(dtype, shape, &vec![value; n])
+    }
+
+    pub fn zeros(dtype: DType, shape: Vec<usize>) -> Self {
+        HostTensor::full(dtype, shape, 0.0)
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Typed copy of the elements.
+    pub fn to_vec<T: HostElement>(&self) -> Result<Vec<T>, HostTensorError> {
+        if T::DTYPE != self.dtype {
+            return Err(HostTensorError::DTypeMismatch { actual: self.dtype, asked: T::DTYPE });
+        }
+        let size = std::mem::size_of::<T>();
+        Ok(self
+            .bytes
+            .chunks_exact(size)
+            // SAFETY: each chunk holds exactly one T; read_unaligned tolerates any alignment.
+            .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr() as *const T) })
+            .collect())
+    }
+
+    /// Every element widened to f64 (the float64 reference's view).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        with_host_type!(self.dtype, T => self.to_vec::<T>().expect("dtype matches").into_iter().map(HostElement::to_f64).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_dtype() {
+        for d in DType::ALL {
+            let t = HostTensor::from_f64(d, vec![2, 2], &[0.0, 1.0, 0.0, 1.0]);
+            assert_eq!(t.bytes().len(), 4 * d.size_bytes());
+            assert_eq!(t.to_f64_vec(), vec![0.0, 1.0, 0.0, 1.0]);
+        }
+    }
+
+    #[test]
+    fn rejects_wrong_byte_length() {
+        let err = HostTensor::from_bytes(DType::F32, vec![3], vec![0; 8]).unwrap_err();
+        assert!(err.to_string().contains("needs 12 bytes, got 8"));
+    }
+}

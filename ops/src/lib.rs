@@ -1,0 +1,1 @@
+//! ATen op table and dispatcher. Filled by the ATen op library issue.

@@ -1,0 +1,1 @@
+//! PJRT runtime (in progress).
