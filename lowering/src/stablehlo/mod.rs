@@ -1,0 +1,1 @@
+//! Kernel -> StableHLO emitter and the StableHLO text builder (in progress).
