@@ -1,1 +1,27 @@
-//! PJRT runtime (in progress).
+//! Tessera's runtime: PJRT plugins through their C API (bindings generated at build time),
+//! clients shared by threads, device buffers, compiled executables and their cache, devices.
+
+mod buffer;
+mod buffer_type;
+mod cache;
+mod client;
+mod compile_options;
+mod device;
+mod error;
+mod executable;
+mod ffi;
+mod pjrt_call;
+mod plugin;
+pub mod plugin_store;
+mod signature;
+
+pub use buffer::{AlignedBytes, Buffer};
+pub use cache::CacheStats;
+pub use client::{Client, ClientOption, DeviceInfo};
+pub use compile_options::CompileOptions;
+pub use device::{Device, DeviceKind};
+pub use error::{Result, RuntimeError};
+pub use executable::Executable;
+pub use plugin::{Plugin, HEADER_API_VERSION};
+pub use signature::{Signature, TensorType};
+pub use tessera_lowering::{DType, HostTensor};

@@ -1,0 +1,51 @@
+# Tessera: `make demo` runs the main job on the default device (the XLA CPU PJRT plugin),
+# `make test` runs every test. Both install what is missing first (Debian packages, a
+# project-local Python venv with the plugin's wheel, the plugin in the cache folder).
+
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+VENV := $(ROOT)/.venv
+PY := $(VENV)/bin/python
+export TESSERA_CACHE_DIR ?= $(ROOT)/.cache/tessera
+export TESSERA_PYTHON ?= $(PY)
+# libtpu and the XLA plugins log through absl; keep the output readable.
+export TF_CPP_MIN_LOG_LEVEL ?= 3
+CARGO ?= cargo
+
+.PHONY: setup sysdeps venv plugin build demo test bench clean-cache
+
+setup: sysdeps venv
+
+# bindgen needs libclang.
+sysdeps:
+	@if ! ldconfig -p | grep -q 'libclang\(-[0-9.]*\)\?\.so'; then \
+	  echo "installing libclang-dev (for bindgen)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null; \
+	fi
+
+# The venv carries xla-cpu-pjrt, whose pjrt_c_api.h the runtime's build.rs reads.
+venv: $(VENV)/.ready
+$(VENV)/.ready:
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q xla-cpu-pjrt==0.0.1
+	touch $@
+
+# The CPU plugin, installed the way users install it: `tessera plugin install cpu`.
+plugin: setup
+	$(CARGO) run -q --bin tessera -- plugin install cpu
+
+build: setup
+	$(CARGO) build --workspace --all-targets
+
+demo: setup
+	$(CARGO) run --release -q --bin tessera -- plugin install cpu
+	$(CARGO) run --release -q --bin tessera -- demo
+
+test: plugin
+	$(CARGO) test --workspace --no-fail-fast
+
+bench: plugin
+	$(CARGO) bench --bench runtime
+
+clean-cache:
+	rm -rf $(TESSERA_CACHE_DIR)

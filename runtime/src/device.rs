@@ -1,0 +1,125 @@
+//! Devices: what a user launches on. `Device::cpu()` is the default; `TESSERA_DEVICE` selects.
+
+use crate::client::{Client, ClientOption};
+use crate::error::{Result, RuntimeError};
+use crate::plugin::Plugin;
+use crate::plugin_store;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+/// The kinds of device Tessera runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// The XLA CPU PJRT plugin.
+    Cpu,
+    /// libtpu with a TPU attached.
+    Tpu,
+    /// The XLA CUDA PJRT plugin.
+    Cuda,
+    /// Tessera's reference interpreter (kernels only; no PJRT).
+    Interp,
+}
+
+impl DeviceKind {
+    pub const ALL: [DeviceKind; 4] = [DeviceKind::Cpu, DeviceKind::Tpu, DeviceKind::Cuda, DeviceKind::Interp];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Tpu => "tpu",
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::Interp => "interp",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<DeviceKind> {
+        DeviceKind::ALL.into_iter().find(|k| k.name() == s.trim().to_ascii_lowercase()).ok_or_else(|| RuntimeError::UnknownDevice(s.to_string()))
+    }
+
+    /// Client options for this kind. One CPU device: kernels and eager ops use one device, and
+    /// fewer CPU "devices" means less thread noise in timings.
+    fn client_options(self) -> Vec<ClientOption> {
+        match self {
+            DeviceKind::Cpu => vec![ClientOption::Int("cpu_device_count".into(), 1)],
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A device to run on: a kind plus (except for the interpreter) a shared PJRT client.
+#[derive(Clone, Debug)]
+pub struct Device {
+    kind: DeviceKind,
+    client: Option<Client>,
+    plugin_path: Option<PathBuf>,
+}
+
+/// One client per kind per process: creating a client costs tens of milliseconds and its
+/// executable cache is only useful when shared.
+fn clients() -> &'static Mutex<HashMap<DeviceKind, (Client, PathBuf)>> {
+    static CLIENTS: OnceLock<Mutex<HashMap<DeviceKind, (Client, PathBuf)>>> = OnceLock::new();
+    CLIENTS.get_or_init(Default::default)
+}
+
+impl Device {
+    /// The default device: the XLA CPU plugin.
+    pub fn cpu() -> Result<Device> {
+        Device::new(DeviceKind::Cpu)
+    }
+
+    /// The reference interpreter (kernels only).
+    pub fn interp() -> Device {
+        Device { kind: DeviceKind::Interp, client: None, plugin_path: None }
+    }
+
+    /// The device named by `TESSERA_DEVICE` (default `cpu`).
+    pub fn from_env() -> Result<Device> {
+        match std::env::var("TESSERA_DEVICE") {
+            Ok(name) if !name.trim().is_empty() => Device::new(DeviceKind::parse(&name)?),
+            _ => Device::cpu(),
+        }
+    }
+
+    /// The shared device of `kind`, loading its plugin and creating its client on first use.
+    pub fn new(kind: DeviceKind) -> Result<Device> {
+        if kind == DeviceKind::Interp {
+            return Ok(Device::interp());
+        }
+        let mut map = clients().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((client, path)) = map.get(&kind) {
+            return Ok(Device { kind, client: Some(client.clone()), plugin_path: Some(path.clone()) });
+        }
+        let path = plugin_store::locate(kind)?;
+        let plugin = Plugin::load(&path)?;
+        let client = Client::create(plugin, &kind.client_options())?;
+        map.insert(kind, (client.clone(), path.clone()));
+        Ok(Device { kind, client: Some(client), plugin_path: Some(path) })
+    }
+
+    /// A device on an explicit plugin file (a private client, not shared).
+    pub fn with_plugin(kind: DeviceKind, path: &std::path::Path) -> Result<Device> {
+        let plugin = Plugin::load(path)?;
+        let client = Client::create(plugin, &kind.client_options())?;
+        Ok(Device { kind, client: Some(client), plugin_path: Some(path.to_path_buf()) })
+    }
+
+    pub fn kind(&self) -> DeviceKind {
+        self.kind
+    }
+
+    pub fn plugin_path(&self) -> Option<&std::path::Path> {
+        self.plugin_path.as_deref()
+    }
+
+    /// The PJRT client; an error on the interpreter.
+    pub fn client(&self) -> Result<&Client> {
+        self.client.as_ref().ok_or_else(|| RuntimeError::NoClient(self.kind.name().into()))
+    }
+}

@@ -1,0 +1,55 @@
+//! Every failure of the runtime, with enough context to act on it.
+
+use std::path::PathBuf;
+use tessera_lowering::{DType, HostTensorError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("no PJRT plugin for device `{kind}`: {detail}. Install it with `tessera plugin install {kind}`, or point {env_var} at a plugin .so")]
+    PluginNotFound { kind: String, env_var: String, detail: String },
+
+    #[error("`{}` is not a PJRT plugin: {reason}", path.display())]
+    NotAPlugin { path: PathBuf, reason: String },
+
+    #[error("PJRT plugin `{}` implements C API {found_major}.{found_minor}, older than the {need_major}.{need_minor} this build of Tessera was generated from; install a newer plugin (`tessera plugin install <kind>`)", path.display())]
+    PluginTooOld { path: PathBuf, found_major: i32, found_minor: i32, need_major: u32, need_minor: u32 },
+
+    /// An error reported by the plugin itself; `message` is the plugin's text, verbatim.
+    #[error("{call} failed [{code}]: {message}")]
+    Pjrt { call: &'static str, code: String, message: String },
+
+    #[error("executable `{name}` takes {expected} input(s), got {got}")]
+    InputCount { name: String, expected: usize, got: usize },
+
+    #[error("executable `{name}` input {index}: expected {expected}, got {got}")]
+    InputMismatch { name: String, index: usize, expected: String, got: String },
+
+    #[error("the plugin produced a buffer of element type {0}, which Tessera does not support")]
+    UnsupportedBufferType(String),
+
+    #[error("unknown device `{0}` (expected one of cpu, tpu, cuda, interp)")]
+    UnknownDevice(String),
+
+    #[error("device `{0}` runs kernels through the interpreter and has no PJRT client")]
+    NoClient(String),
+
+    #[error("installing the `{kind}` plugin failed: {detail}")]
+    Install { kind: String, detail: String },
+
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+
+    #[error(transparent)]
+    HostTensor(#[from] HostTensorError),
+
+    #[error("dtype {0} has no PJRT buffer type")]
+    NoBufferType(DType),
+}
+
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+impl RuntimeError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        RuntimeError::Io { context: context.into(), source }
+    }
+}

@@ -1,0 +1,174 @@
+//! Compiled programs: compile StableHLO text, execute with device buffers.
+
+use crate::buffer::Buffer;
+use crate::client::ClientInner;
+use std::sync::Arc;
+use crate::compile_options::CompileOptions;
+use crate::error::{Result, RuntimeError};
+use crate::ffi;
+use crate::pjrt_call::pjrt;
+use crate::signature::{Signature, TensorType};
+use std::time::{Duration, Instant};
+
+/// A program loaded on a client's device.
+pub struct Executable {
+    client: Arc<ClientInner>,
+    raw: *mut ffi::PJRT_LoadedExecutable,
+    name: String,
+    num_outputs: usize,
+    signature: Option<Signature>,
+    compile_time: Duration,
+}
+
+// SAFETY: PJRT loaded executables may be executed concurrently from several threads.
+unsafe impl Send for Executable {}
+unsafe impl Sync for Executable {}
+
+impl std::fmt::Debug for Executable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Executable({}, {} output(s))", self.name, self.num_outputs)
+    }
+}
+
+impl Executable {
+    pub(crate) fn compile(client: &Arc<ClientInner>, module: &str, options: &CompileOptions) -> Result<Executable> {
+        let api = client.plugin.api();
+        let start = Instant::now();
+        let format = "mlir";
+        let mut program: ffi::PJRT_Program = ffi::args();
+        program.code = module.as_ptr() as *mut _;
+        program.code_size = module.len();
+        program.format = format.as_ptr() as *const _;
+        program.format_size = format.len();
+        let opts = options.to_proto_bytes();
+        let mut a: ffi::PJRT_Client_Compile_Args = ffi::args();
+        a.client = client.raw;
+        a.program = &program;
+        a.compile_options = opts.as_ptr() as *const _;
+        a.compile_options_size = opts.len();
+        pjrt!(api, PJRT_Client_Compile, &mut a)?;
+        let mut exe = Executable {
+            client: client.clone(),
+            raw: a.executable,
+            name: main_name(module),
+            num_outputs: 0,
+            signature: Signature::of_main(module),
+            compile_time: Duration::ZERO,
+        };
+        exe.num_outputs = exe.query_num_outputs()?;
+        exe.compile_time = start.elapsed();
+        Ok(exe)
+    }
+
+    fn query_num_outputs(&self) -> Result<usize> {
+        let api = self.client.plugin.api();
+        let mut ge: ffi::PJRT_LoadedExecutable_GetExecutable_Args = ffi::args();
+        ge.loaded_executable = self.raw;
+        pjrt!(api, PJRT_LoadedExecutable_GetExecutable, &mut ge)?;
+        let mut no: ffi::PJRT_Executable_NumOutputs_Args = ffi::args();
+        no.executable = ge.executable;
+        let counted = pjrt!(api, PJRT_Executable_NumOutputs, &mut no);
+        let mut d: ffi::PJRT_Executable_Destroy_Args = ffi::args();
+        d.executable = ge.executable;
+        pjrt!(api, PJRT_Executable_Destroy, &mut d)?;
+        counted.map(|_| no.num_outputs)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn num_outputs(&self) -> usize {
+        self.num_outputs
+    }
+    /// The `@main` signature read from the module text, when it has only ranked tensors.
+    pub fn signature(&self) -> Option<&Signature> {
+        self.signature.as_ref()
+    }
+    pub fn compile_time(&self) -> Duration {
+        self.compile_time
+    }
+    /// The platform the executable runs on.
+    pub fn platform_name(&self) -> &str {
+        &self.client.platform_name
+    }
+
+    /// Checks inputs against `@main`'s signature before PJRT sees them.
+    fn check_inputs(&self, inputs: &[&Buffer]) -> Result<()> {
+        let Some(sig) = &self.signature else { return Ok(()) };
+        if sig.inputs.len() != inputs.len() {
+            return Err(RuntimeError::InputCount { name: self.name.clone(), expected: sig.inputs.len(), got: inputs.len() });
+        }
+        for (index, (want, got)) in sig.inputs.iter().zip(inputs).enumerate() {
+            let got_ty = TensorType { shape: got.shape().to_vec(), dtype: got.dtype() };
+            if *want != got_ty {
+                return Err(RuntimeError::InputMismatch {
+                    name: self.name.clone(),
+                    index,
+                    expected: want.to_string(),
+                    got: got_ty.to_string(),
+                });
+            }
+            if !Arc::ptr_eq(got.client_inner(), &self.client) {
+                return Err(RuntimeError::InputMismatch {
+                    name: self.name.clone(),
+                    index,
+                    expected: "a buffer of this executable's client".into(),
+                    got: "a buffer of another client".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches the program. Returns at once with the output buffers; their values become
+    /// ready asynchronously (`Buffer::to_host` and `block_until_ready` wait). Inputs stay
+    /// valid and can be passed again.
+    pub fn execute(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
+        self.check_inputs(inputs)?;
+        let api = self.client.plugin.api();
+        let args: Vec<*mut ffi::PJRT_Buffer> = inputs.iter().map(|b| b.raw()).collect();
+        let arg_lists: [*const *mut ffi::PJRT_Buffer; 1] = [args.as_ptr()];
+        let mut outs: Vec<*mut ffi::PJRT_Buffer> = vec![std::ptr::null_mut(); self.num_outputs];
+        let out_lists: [*mut *mut ffi::PJRT_Buffer; 1] = [outs.as_mut_ptr()];
+        let mut opts: ffi::PJRT_ExecuteOptions = ffi::args();
+        let mut a: ffi::PJRT_LoadedExecutable_Execute_Args = ffi::args();
+        a.executable = self.raw;
+        a.options = &mut opts;
+        a.argument_lists = arg_lists.as_ptr();
+        a.num_devices = 1;
+        a.num_args = args.len();
+        a.output_lists = out_lists.as_ptr();
+        pjrt!(api, PJRT_LoadedExecutable_Execute, &mut a)?;
+        outs.into_iter().map(|raw| Buffer::from_output(self.client.clone(), raw)).collect()
+    }
+
+    /// Executes and waits for every output (Debug mode's launch-blocking behaviour).
+    pub fn execute_blocking(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let outs = self.execute(inputs)?;
+        for o in &outs {
+            o.block_until_ready()?;
+        }
+        Ok(outs)
+    }
+}
+
+impl Drop for Executable {
+    fn drop(&mut self) {
+        let mut a: ffi::PJRT_LoadedExecutable_Destroy_Args = ffi::args();
+        a.executable = self.raw;
+        if let Err(e) = pjrt!(self.client.plugin.api(), PJRT_LoadedExecutable_Destroy, &mut a) {
+            tracing::warn!("destroying executable: {e}");
+        }
+    }
+}
+
+/// `sym_name` of the module if it has one (`module @add {`), else "main".
+fn main_name(module: &str) -> String {
+    module
+        .trim_start()
+        .strip_prefix("module @")
+        .and_then(|r| r.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("main")
+        .to_string()
+}
