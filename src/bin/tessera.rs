@@ -1,1 +1,4 @@
-fn main() {}
+//! The `tessera` command line.
+fn main() -> std::process::ExitCode {
+    tessera::cli::main()
+}

@@ -1,0 +1,35 @@
+//! `tessera devices`.
+
+use super::CliError;
+use tessera_runtime::{plugin_store, Device, DeviceKind, HEADER_API_VERSION};
+
+pub fn run() -> Result<(), CliError> {
+    println!("{:<7} {:<9} {:<8} {:<8} plugin", "kind", "platform", "api", "devices");
+    for kind in DeviceKind::ALL {
+        if kind == DeviceKind::Interp {
+            println!("{:<7} {:<9} {:<8} {:<8} (built in: the reference interpreter)", "interp", "-", "-", "1");
+            continue;
+        }
+        if plugin_store::locate(kind).is_err() {
+            println!("{:<7} {:<9} {:<8} {:<8} not installed (`tessera plugin install {kind}`)", kind.name(), "-", "-", "-");
+            continue;
+        }
+        match Device::new(kind) {
+            Ok(d) => {
+                let c = d.client()?;
+                let (major, minor) = c.plugin().api_version();
+                println!(
+                    "{:<7} {:<9} {:<8} {:<8} {}",
+                    kind.name(),
+                    c.platform_name(),
+                    format!("{major}.{minor}"),
+                    c.devices().len(),
+                    d.plugin_path().map(|p| p.display().to_string()).unwrap_or_default()
+                );
+            }
+            Err(e) => println!("{:<7} {:<9} {:<8} {:<8} unavailable: {e}", kind.name(), "-", "-", "-"),
+        }
+    }
+    println!("(bindings generated from PJRT C API {}.{})", HEADER_API_VERSION.0, HEADER_API_VERSION.1);
+    Ok(())
+}

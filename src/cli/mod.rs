@@ -1,0 +1,81 @@
+//! The `tessera` CLI (clap). Each subcommand lives in its own module.
+
+mod demo;
+mod devices;
+mod inputs;
+mod plugin;
+mod run_mlir;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "tessera", version, about = "Kernel-authoring DSL and JIT for TPUs")]
+struct Cli {
+    /// Print executable-cache statistics (hits, misses, compile time) at exit.
+    #[arg(long, global = true)]
+    stats: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the devices of every installed plugin: kind, plugin path, PJRT API version, device count.
+    Devices,
+    /// Install or list PJRT plugins.
+    Plugin {
+        #[command(subcommand)]
+        action: plugin::PluginAction,
+    },
+    /// Compile a StableHLO file and run it, printing its outputs.
+    RunMlir(run_mlir::RunMlirArgs),
+    /// The main job: run sample programs on the default device and print results and timings.
+    Demo,
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Devices => devices::run(),
+        Command::Plugin { action } => plugin::run(action),
+        Command::RunMlir(args) => run_mlir::run(&args),
+        Command::Demo => demo::run(),
+    };
+    if cli.stats {
+        print_stats();
+    }
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Errors of the CLI: the runtime's, or bad arguments.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Runtime(#[from] tessera_runtime::RuntimeError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("reading {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+}
+
+fn print_stats() {
+    if let Ok(d) = tessera_runtime::Device::from_env() {
+        if let Ok(c) = d.client() {
+            let s = c.cache_stats();
+            eprintln!(
+                "executable cache: {} hit(s), {} miss(es), {} entr(ies), {:.1} ms compiling",
+                s.hits,
+                s.misses,
+                s.entries,
+                s.compile_time.as_secs_f64() * 1e3
+            );
+        }
+    }
+}

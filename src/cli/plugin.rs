@@ -1,0 +1,40 @@
+//! `tessera plugin install <kind>` and `tessera plugin list`.
+
+use super::CliError;
+use clap::Subcommand;
+use tessera_runtime::{plugin_store, DeviceKind};
+
+#[derive(Subcommand)]
+pub enum PluginAction {
+    /// Download the plugin's wheel from PyPI (pip) and unpack it into the cache folder.
+    Install {
+        /// cpu, tpu or cuda
+        kind: String,
+        /// Reinstall even if present.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show each plugin kind, its PyPI package and where it is installed.
+    List,
+}
+
+pub fn run(action: PluginAction) -> Result<(), CliError> {
+    match action {
+        PluginAction::Install { kind, force } => {
+            let kind = DeviceKind::parse(&kind)?;
+            let path = plugin_store::install(kind, force)?;
+            println!("{kind} plugin: {}", path.display());
+        }
+        PluginAction::List => {
+            println!("cache folder: {}", plugin_store::cache_dir().display());
+            for e in plugin_store::list() {
+                let where_ = match &e.location {
+                    Ok(p) => p.display().to_string(),
+                    Err(_) => "not installed".to_string(),
+                };
+                println!("{:<5} {:<24} {}", e.kind.name(), e.requirement, where_);
+            }
+        }
+    }
+    Ok(())
+}
