@@ -8,6 +8,8 @@ VENV := $(ROOT)/.venv
 PY := $(VENV)/bin/python
 export TESSERA_CACHE_DIR ?= $(ROOT)/.cache/tessera
 export TESSERA_PYTHON ?= $(PY)
+# jaxlib's MLIR bindings verify Mosaic text and lower Pallas kernels for comparison (tools/).
+export TESSERA_JAX_PYTHON ?= $(PY)
 # libtpu and the XLA plugins log through absl; keep the output readable.
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 CARGO ?= cargo
@@ -23,16 +25,19 @@ sysdeps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null; \
 	fi
 
-# The venv carries xla-cpu-pjrt, whose pjrt_c_api.h the runtime's build.rs reads.
+# The venv carries xla-cpu-pjrt, whose pjrt_c_api.h the runtime's build.rs reads, and jax,
+# whose MLIR bindings check Mosaic text (tools/check_mosaic.py, tools/pallas_structure.py).
 venv: $(VENV)/.ready
 $(VENV)/.ready:
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q xla-cpu-pjrt==0.0.1
+	$(PY) -m pip install -q xla-cpu-pjrt==0.0.1 jax==0.10.2 jaxlib==0.10.2
 	touch $@
 
-# The CPU plugin, installed the way users install it: `tessera plugin install cpu`.
+# The plugins, installed the way users install them: `tessera plugin install <kind>`.
+# CPU runs everything; libtpu compiles for TPU generations without a TPU (AOT).
 plugin: setup
 	$(CARGO) run -q --bin tessera -- plugin install cpu
+	$(CARGO) run -q --bin tessera -- plugin install tpu
 
 build: setup
 	$(CARGO) build --workspace --all-targets
@@ -45,7 +50,7 @@ test: plugin
 	$(CARGO) test --workspace --no-fail-fast
 
 bench: plugin
-	$(CARGO) bench --bench runtime
+	$(CARGO) bench --bench runtime --bench kernels
 
 clean-cache:
 	rm -rf $(TESSERA_CACHE_DIR)

@@ -35,10 +35,14 @@ fn runtime(c: &mut Criterion) {
             black_box(exe.execute(&[&x, &y]).unwrap()[0].to_host().unwrap())
         })
     });
-    c.bench_function("executable_cache_hit", |bench| bench.iter(|| black_box(client.compile_cached(TINY_ADD, &opts).unwrap())));
+    c.bench_function("executable_cache_hit", |bench| {
+        bench.iter(|| black_box(client.compile_cached(TINY_ADD, &opts).unwrap()))
+    });
     let mut g = c.benchmark_group("compile");
     g.sample_size(20);
-    g.bench_function("compile_small_module_uncached", |bench| bench.iter(|| black_box(client.compile(TINY_ADD, &opts).unwrap())));
+    g.bench_function("compile_small_module_uncached", |bench| {
+        bench.iter(|| black_box(client.compile(TINY_ADD, &opts).unwrap()))
+    });
     g.finish();
 }
 

@@ -27,7 +27,9 @@ fn main() {
         .allowlist_type("PJRT_.*")
         .allowlist_var("PJRT_.*")
         .allowlist_function("GetPjrtApi")
-        .default_enum_style(bindgen::EnumVariation::Rust { non_exhaustive: false })
+        .default_enum_style(bindgen::EnumVariation::Rust {
+            non_exhaustive: false,
+        })
         .derive_default(true)
         .layout_tests(false)
         .generate_comments(false)
@@ -44,13 +46,17 @@ fn find_header() -> Result<PathBuf, Vec<String>> {
     }
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     if let Some(root) = manifest.parent() {
-        candidates.extend(site_packages_under(&root.join(".venv")).map(|sp| sp.join(HEADER_IN_PACKAGE)));
+        candidates
+            .extend(site_packages_under(&root.join(".venv")).map(|sp| sp.join(HEADER_IN_PACKAGE)));
     }
     if let Some(cache) = env::var_os("TESSERA_CACHE_DIR") {
         candidates.push(PathBuf::from(cache).join("plugins/cpu/pjrt_c_api.h"));
     }
     if let Ok(out) = Command::new("python3")
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
         .output()
     {
         let sp = String::from_utf8_lossy(&out.stdout).trim().to_string();

@@ -7,3 +7,4 @@ pub use tessera_runtime as runtime;
 
 pub mod cli;
 pub mod samples;
+pub mod tuning;

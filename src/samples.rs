@@ -14,7 +14,12 @@ pub struct Sample {
 }
 
 pub fn all() -> Vec<Sample> {
-    vec![matmul(256, 256, 256), softmax(128, 512), gelu(4096), newton_sqrt(1024)]
+    vec![
+        matmul(256, 256, 256),
+        softmax(128, 512),
+        gelu(4096),
+        newton_sqrt(1024),
+    ]
 }
 
 fn matmul(m: usize, k: usize, n: usize) -> Sample {
@@ -109,7 +114,9 @@ fn gelu(n: usize) -> Sample {
         inputs: vec![(DType::F32, vec![n])],
         reference: |x| {
             let k = (2.0 / std::f64::consts::PI).sqrt();
-            x[0].iter().map(|&v| 0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh())).collect()
+            x[0].iter()
+                .map(|&v| 0.5 * v * (1.0 + (k * (v + 0.044715 * v * v * v)).tanh()))
+                .collect()
         },
         tolerance: 1e-5,
     }

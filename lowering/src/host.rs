@@ -8,7 +8,12 @@ use half::{bf16, f16};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HostTensorError {
     #[error("shape {shape:?} of {dtype} needs {expected} bytes, got {got}")]
-    ByteLength { dtype: DType, shape: Vec<usize>, expected: usize, got: usize },
+    ByteLength {
+        dtype: DType,
+        shape: Vec<usize>,
+        expected: usize,
+        got: usize,
+    },
     #[error("tensor holds {actual}, asked for {asked}")]
     DTypeMismatch { actual: DType, asked: DType },
 }
@@ -26,7 +31,12 @@ impl std::fmt::Debug for HostTensor {
         write!(f, "HostTensor({}{:?}", self.dtype, self.shape)?;
         let vals = self.to_f64_vec();
         let shown: Vec<f64> = vals.iter().take(8).copied().collect();
-        write!(f, " {:?}{})", shown, if vals.len() > 8 { " ..." } else { "" })
+        write!(
+            f,
+            " {:?}{})",
+            shown,
+            if vals.len() > 8 { " ..." } else { "" }
+        )
     }
 }
 
@@ -70,44 +80,106 @@ host_element!(f64, F64, |x| x, |v| v);
 macro_rules! with_host_type {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            $crate::DType::Bool => { type $T = bool; $body }
-            $crate::DType::I8 => { type $T = i8; $body }
-            $crate::DType::I16 => { type $T = i16; $body }
-            $crate::DType::I32 => { type $T = i32; $body }
-            $crate::DType::I64 => { type $T = i64; $body }
-            $crate::DType::U8 => { type $T = u8; $body }
-            $crate::DType::U16 => { type $T = u16; $body }
-            $crate::DType::U32 => { type $T = u32; $body }
-            $crate::DType::U64 => { type $T = u64; $body }
-            $crate::DType::F16 => { type $T = half::f16; $body }
-            $crate::DType::BF16 => { type $T = half::bf16; $body }
-            $crate::DType::F32 => { type $T = f32; $body }
-            $crate::DType::F64 => { type $T = f64; $body }
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
         }
     };
 }
 
 impl HostTensor {
     /// Wraps raw bytes, checking their length against the shape.
-    pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: Vec<u8>) -> Result<Self, HostTensorError> {
+    pub fn from_bytes(
+        dtype: DType,
+        shape: Vec<usize>,
+        bytes: Vec<u8>,
+    ) -> Result<Self, HostTensorError> {
         let expected = shape.iter().product::<usize>() * dtype.size_bytes();
         if bytes.len() != expected {
-            return Err(HostTensorError::ByteLength { dtype, shape, expected, got: bytes.len() });
+            return Err(HostTensorError::ByteLength {
+                dtype,
+                shape,
+                expected,
+                got: bytes.len(),
+            });
         }
-        Ok(HostTensor { dtype, shape, bytes })
+        Ok(HostTensor {
+            dtype,
+            shape,
+            bytes,
+        })
     }
 
     /// A tensor of typed elements. Panics only if `data.len()` disagrees with `shape`
     /// (a programming error in the caller, not user input).
     pub fn from_vec<T: HostElement>(shape: Vec<usize>, data: Vec<T>) -> Self {
-        assert_eq!(shape.iter().product::<usize>(), data.len(), "data length vs shape {shape:?}");
+        assert_eq!(
+            shape.iter().product::<usize>(),
+            data.len(),
+            "data length vs shape {shape:?}"
+        );
         let mut bytes = Vec::with_capacity(data.len() * T::DTYPE.size_bytes());
         for v in &data {
             // SAFETY: HostElement types are plain-old-data of size T::DTYPE.size_bytes().
-            let raw = unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) };
+            let raw = unsafe {
+                std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>())
+            };
             bytes.extend_from_slice(raw);
         }
-        HostTensor { dtype: T::DTYPE, shape, bytes }
+        HostTensor {
+            dtype: T::DTYPE,
+            shape,
+            bytes,
+        }
     }
 
     /// A tensor of `dtype` whose elements are `values` rounded (or truncated) to that dtype.
@@ -150,7 +222,10 @@ impl HostTensor {
     /// Typed copy of the elements.
     pub fn to_vec<T: HostElement>(&self) -> Result<Vec<T>, HostTensorError> {
         if T::DTYPE != self.dtype {
-            return Err(HostTensorError::DTypeMismatch { actual: self.dtype, asked: T::DTYPE });
+            return Err(HostTensorError::DTypeMismatch {
+                actual: self.dtype,
+                asked: T::DTYPE,
+            });
         }
         let size = std::mem::size_of::<T>();
         Ok(self

@@ -26,13 +26,28 @@ unsafe impl Sync for Buffer {}
 
 impl std::fmt::Debug for Buffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Buffer({}{:?} on {})", self.dtype, self.shape, self.client.platform_name)
+        write!(
+            f,
+            "Buffer({}{:?} on {})",
+            self.dtype, self.shape, self.client.platform_name
+        )
     }
 }
 
 impl Buffer {
-    pub(crate) fn from_raw(client: Arc<ClientInner>, raw: *mut ffi::PJRT_Buffer, dtype: DType, shape: Vec<usize>) -> Buffer {
-        Buffer { client, raw, dtype, shape, aliased: None }
+    pub(crate) fn from_raw(
+        client: Arc<ClientInner>,
+        raw: *mut ffi::PJRT_Buffer,
+        dtype: DType,
+        shape: Vec<usize>,
+    ) -> Buffer {
+        Buffer {
+            client,
+            raw,
+            dtype,
+            shape,
+            aliased: None,
+        }
     }
 
     pub(crate) fn from_raw_zero_copy(
@@ -43,11 +58,20 @@ impl Buffer {
         done: *mut ffi::PJRT_Event,
         bytes: Arc<AlignedBytes>,
     ) -> Buffer {
-        Buffer { client, raw, dtype, shape, aliased: Some((bytes, done)) }
+        Buffer {
+            client,
+            raw,
+            dtype,
+            shape,
+            aliased: Some((bytes, done)),
+        }
     }
 
     /// Wraps an output buffer of an execution, reading its dtype and shape from PJRT.
-    pub(crate) fn from_output(client: Arc<ClientInner>, raw: *mut ffi::PJRT_Buffer) -> Result<Buffer> {
+    pub(crate) fn from_output(
+        client: Arc<ClientInner>,
+        raw: *mut ffi::PJRT_Buffer,
+    ) -> Result<Buffer> {
         let api = client.plugin.api();
         // Own it first so that an error below still frees it.
         let mut b = Buffer::from_raw(client, raw, DType::U8, Vec::new());
@@ -92,7 +116,11 @@ impl Buffer {
         a.dst_size = len;
         pjrt!(api, PJRT_Buffer_ToHostBuffer, &mut a)?;
         await_event(api, a.event)?;
-        Ok(HostTensor::from_bytes(self.dtype, self.shape.clone(), bytes)?)
+        Ok(HostTensor::from_bytes(
+            self.dtype,
+            self.shape.clone(),
+            bytes,
+        )?)
     }
 
     /// Waits until the buffer's value is computed; reports an execution error if there was one.

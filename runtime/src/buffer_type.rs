@@ -26,5 +26,7 @@ pub(crate) fn from_pjrt(t: B) -> Result<DType> {
     DType::ALL
         .into_iter()
         .find(|d| to_pjrt(*d) == t)
-        .ok_or_else(|| RuntimeError::UnsupportedBufferType(format!("{t:?}").replace("PJRT_Buffer_Type_", "")))
+        .ok_or_else(|| {
+            RuntimeError::UnsupportedBufferType(format!("{t:?}").replace("PJRT_Buffer_Type_", ""))
+        })
 }

@@ -12,9 +12,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Entries sharing one hash: (module text, options, executable).
+type Bucket = Vec<(String, CompileOptions, Arc<Executable>)>;
+
 #[derive(Default)]
 pub(crate) struct ExecutableCache {
-    entries: Mutex<HashMap<u64, Vec<(String, CompileOptions, Arc<Executable>)>>>,
+    entries: Mutex<HashMap<u64, Bucket>>,
     hits: AtomicU64,
     misses: AtomicU64,
     compile_nanos: AtomicU64,
@@ -58,7 +61,8 @@ impl ExecutableCache {
         // Compile outside the lock: other threads keep hitting while one compiles.
         let exe = Arc::new(compile()?);
         self.misses.fetch_add(1, Ordering::Relaxed);
-        self.compile_nanos.fetch_add(exe.compile_time().as_nanos() as u64, Ordering::Relaxed);
+        self.compile_nanos
+            .fetch_add(exe.compile_time().as_nanos() as u64, Ordering::Relaxed);
         let mut map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let bucket = map.entry(key).or_default();
         // Another thread may have compiled the same module meanwhile: keep the first.
@@ -71,7 +75,10 @@ impl ExecutableCache {
 
     fn lookup(&self, key: u64, module: &str, options: &CompileOptions) -> Option<Arc<Executable>> {
         let map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&key)?.iter().find(|(m, o, _)| m == module && o == options).map(|(_, _, e)| e.clone())
+        map.get(&key)?
+            .iter()
+            .find(|(m, o, _)| m == module && o == options)
+            .map(|(_, _, e)| e.clone())
     }
 
     pub(crate) fn stats(&self) -> CacheStats {
@@ -85,6 +92,9 @@ impl ExecutableCache {
     }
 
     pub(crate) fn clear(&self) {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 }

@@ -67,7 +67,13 @@ impl Drop for ClientHandle {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let i = self.inner();
-        write!(f, "Client({} {}, {} device(s))", i.platform_name, i.platform_version, i.devices.len())
+        write!(
+            f,
+            "Client({} {}, {} device(s))",
+            i.platform_name,
+            i.platform_version,
+            i.devices.len()
+        )
     }
 }
 
@@ -86,7 +92,9 @@ impl Client {
         let names: Vec<CString> = options
             .iter()
             .map(|o| match o {
-                ClientOption::Int(n, _) | ClientOption::Bool(n, _) | ClientOption::Str(n, _) => CString::new(n.as_str()).unwrap_or_default(),
+                ClientOption::Int(n, _) | ClientOption::Bool(n, _) | ClientOption::Str(n, _) => {
+                    CString::new(n.as_str()).unwrap_or_default()
+                }
             })
             .collect();
         let values: Vec<ffi::PJRT_NamedValue> = options
@@ -134,8 +142,13 @@ impl Client {
         ad.client = raw;
         pjrt!(api, PJRT_Client_AddressableDevices, &mut ad)?;
         // SAFETY: the plugin returns `num_addressable_devices` device pointers owned by the client.
-        let raw_devices = unsafe { std::slice::from_raw_parts(ad.addressable_devices, ad.num_addressable_devices) };
-        let devices = raw_devices.iter().map(|&d| describe_device(api, d)).collect::<Result<Vec<_>>>()?;
+        let raw_devices = unsafe {
+            std::slice::from_raw_parts(ad.addressable_devices, ad.num_addressable_devices)
+        };
+        let devices = raw_devices
+            .iter()
+            .map(|&d| describe_device(api, d))
+            .collect::<Result<Vec<_>>>()?;
         let device = raw_devices.first().copied().unwrap_or(std::ptr::null_mut());
         let inner = ClientInner {
             plugin,
@@ -146,7 +159,11 @@ impl Client {
             platform_version,
             cache: ExecutableCache::default(),
         };
-        Ok(Client { handle: Arc::new(ClientHandle { inner: Arc::new(inner) }) })
+        Ok(Client {
+            handle: Arc::new(ClientHandle {
+                inner: Arc::new(inner),
+            }),
+        })
     }
 
     pub(crate) fn inner(&self) -> &Arc<ClientInner> {
@@ -172,8 +189,14 @@ impl Client {
     }
 
     /// Compiles through the client's executable cache: a hit returns the same executable.
-    pub fn compile_cached(&self, module: &str, options: &CompileOptions) -> Result<Arc<Executable>> {
-        self.inner().cache.get_or_compile(module, options, || self.compile(module, options))
+    pub fn compile_cached(
+        &self,
+        module: &str,
+        options: &CompileOptions,
+    ) -> Result<Arc<Executable>> {
+        self.inner()
+            .cache
+            .get_or_compile(module, options, || self.compile(module, options))
     }
 
     pub fn cache_stats(&self) -> CacheStats {
@@ -187,17 +210,35 @@ impl Client {
 
     /// Uploads without a copy where the platform allows it (the CPU plugin aliases 64-byte
     /// aligned host memory); the buffer keeps `bytes` alive. Elsewhere it copies.
-    pub fn upload_shared(&self, dtype: DType, shape: &[usize], bytes: Arc<AlignedBytes>) -> Result<Buffer> {
+    pub fn upload_shared(
+        &self,
+        dtype: DType,
+        shape: &[usize],
+        bytes: Arc<AlignedBytes>,
+    ) -> Result<Buffer> {
         let need = shape.iter().product::<usize>() * dtype.size_bytes();
         if bytes.len() != need {
-            return Err(tessera_lowering::HostTensorError::ByteLength { dtype, shape: shape.to_vec(), expected: need, got: bytes.len() }.into());
+            return Err(tessera_lowering::HostTensorError::ByteLength {
+                dtype,
+                shape: shape.to_vec(),
+                expected: need,
+                got: bytes.len(),
+            }
+            .into());
         }
         let ptr = bytes.as_ptr();
-        let zero_copy = self.inner().platform_name == "cpu" && (ptr as usize) % AlignedBytes::ALIGN == 0;
+        let zero_copy = self.inner().platform_name == "cpu"
+            && (ptr as usize).is_multiple_of(AlignedBytes::ALIGN);
         self.upload_raw(dtype, shape, ptr, zero_copy.then_some(bytes))
     }
 
-    fn upload_raw(&self, dtype: DType, shape: &[usize], data: *const u8, keep_alive: Option<Arc<AlignedBytes>>) -> Result<Buffer> {
+    fn upload_raw(
+        &self,
+        dtype: DType,
+        shape: &[usize],
+        data: *const u8,
+        keep_alive: Option<Arc<AlignedBytes>>,
+    ) -> Result<Buffer> {
         let api = self.inner().plugin.api();
         let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let mut a: ffi::PJRT_Client_BufferFromHostBuffer_Args = ffi::args();
@@ -215,10 +256,22 @@ impl Client {
         pjrt!(api, PJRT_Client_BufferFromHostBuffer, &mut a)?;
         match keep_alive {
             // In zero-copy mode the event fires only when the buffer is destroyed: keep it.
-            Some(bytes) => Ok(Buffer::from_raw_zero_copy(self.inner().clone(), a.buffer, dtype, shape.to_vec(), a.done_with_host_buffer, bytes)),
+            Some(bytes) => Ok(Buffer::from_raw_zero_copy(
+                self.inner().clone(),
+                a.buffer,
+                dtype,
+                shape.to_vec(),
+                a.done_with_host_buffer,
+                bytes,
+            )),
             None => {
                 await_event(api, a.done_with_host_buffer)?;
-                Ok(Buffer::from_raw(self.inner().clone(), a.buffer, dtype, shape.to_vec()))
+                Ok(Buffer::from_raw(
+                    self.inner().clone(),
+                    a.buffer,
+                    dtype,
+                    shape.to_vec(),
+                ))
             }
         }
     }
@@ -234,5 +287,8 @@ fn describe_device(api: &ffi::PJRT_Api, d: *mut ffi::PJRT_Device) -> Result<Devi
     let mut kind: ffi::PJRT_DeviceDescription_Kind_Args = ffi::args();
     kind.device_description = gd.device_description;
     pjrt!(api, PJRT_DeviceDescription_Kind, &mut kind)?;
-    Ok(DeviceInfo { id: id.id, kind: c_str_lossy(kind.device_kind, kind.device_kind_size) })
+    Ok(DeviceInfo {
+        id: id.id,
+        kind: c_str_lossy(kind.device_kind, kind.device_kind_size),
+    })
 }

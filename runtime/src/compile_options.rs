@@ -15,7 +15,11 @@ pub struct CompileOptions {
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { device_ordinal: -1, num_replicas: 1, num_partitions: 1 }
+        CompileOptions {
+            device_ordinal: -1,
+            num_replicas: 1,
+            num_partitions: 1,
+        }
     }
 }
 
@@ -55,7 +59,8 @@ mod tests {
     fn default_matches_the_measured_working_bytes() {
         // Bytes measured to work with the XLA CPU plugin and libtpu (shared/DESIGN.md).
         let want = [
-            0x1a, 0x0f, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x20, 0x01, 0x28, 0x01,
+            0x1a, 0x0f, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x20,
+            0x01, 0x28, 0x01,
         ];
         assert_eq!(CompileOptions::default().to_proto_bytes(), want);
     }

@@ -22,7 +22,12 @@ pub enum DeviceKind {
 }
 
 impl DeviceKind {
-    pub const ALL: [DeviceKind; 4] = [DeviceKind::Cpu, DeviceKind::Tpu, DeviceKind::Cuda, DeviceKind::Interp];
+    pub const ALL: [DeviceKind; 4] = [
+        DeviceKind::Cpu,
+        DeviceKind::Tpu,
+        DeviceKind::Cuda,
+        DeviceKind::Interp,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -34,7 +39,10 @@ impl DeviceKind {
     }
 
     pub fn parse(s: &str) -> Result<DeviceKind> {
-        DeviceKind::ALL.into_iter().find(|k| k.name() == s.trim().to_ascii_lowercase()).ok_or_else(|| RuntimeError::UnknownDevice(s.to_string()))
+        DeviceKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| RuntimeError::UnknownDevice(s.to_string()))
     }
 
     /// Client options for this kind. One CPU device: kernels and eager ops use one device, and
@@ -45,6 +53,20 @@ impl DeviceKind {
             _ => Vec::new(),
         }
     }
+}
+
+/// Whether this machine has TPU chips: libtpu drives them through `/dev/accel*` (v2-v5p) or
+/// VFIO (`/dev/vfio/<group>`, v5e and later).
+pub fn tpu_attached() -> bool {
+    let has = |dir: &str, keep: fn(&str) -> bool| {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| keep(&e.file_name().to_string_lossy()))
+    };
+    has("/dev", |n| n.starts_with("accel"))
+        || has("/dev/vfio", |n| n.chars().all(|c| c.is_ascii_digit()))
 }
 
 impl std::fmt::Display for DeviceKind {
@@ -76,7 +98,11 @@ impl Device {
 
     /// The reference interpreter (kernels only).
     pub fn interp() -> Device {
-        Device { kind: DeviceKind::Interp, client: None, plugin_path: None }
+        Device {
+            kind: DeviceKind::Interp,
+            client: None,
+            plugin_path: None,
+        }
     }
 
     /// The device named by `TESSERA_DEVICE` (default `cpu`).
@@ -94,20 +120,36 @@ impl Device {
         }
         let mut map = clients().lock().unwrap_or_else(|p| p.into_inner());
         if let Some((client, path)) = map.get(&kind) {
-            return Ok(Device { kind, client: Some(client.clone()), plugin_path: Some(path.clone()) });
+            return Ok(Device {
+                kind,
+                client: Some(client.clone()),
+                plugin_path: Some(path.clone()),
+            });
+        }
+        if kind == DeviceKind::Tpu && !tpu_attached() {
+            // libtpu would spend minutes looking for a TPU (metadata server, device files).
+            return Err(RuntimeError::NoTpuAttached);
         }
         let path = plugin_store::locate(kind)?;
         let plugin = Plugin::load(&path)?;
         let client = Client::create(plugin, &kind.client_options())?;
         map.insert(kind, (client.clone(), path.clone()));
-        Ok(Device { kind, client: Some(client), plugin_path: Some(path) })
+        Ok(Device {
+            kind,
+            client: Some(client),
+            plugin_path: Some(path),
+        })
     }
 
     /// A device on an explicit plugin file (a private client, not shared).
     pub fn with_plugin(kind: DeviceKind, path: &std::path::Path) -> Result<Device> {
         let plugin = Plugin::load(path)?;
         let client = Client::create(plugin, &kind.client_options())?;
-        Ok(Device { kind, client: Some(client), plugin_path: Some(path.to_path_buf()) })
+        Ok(Device {
+            kind,
+            client: Some(client),
+            plugin_path: Some(path.to_path_buf()),
+        })
     }
 
     pub fn kind(&self) -> DeviceKind {
@@ -120,6 +162,8 @@ impl Device {
 
     /// The PJRT client; an error on the interpreter.
     pub fn client(&self) -> Result<&Client> {
-        self.client.as_ref().ok_or_else(|| RuntimeError::NoClient(self.kind.name().into()))
+        self.client
+            .as_ref()
+            .ok_or_else(|| RuntimeError::NoClient(self.kind.name().into()))
     }
 }

@@ -1,28 +1,51 @@
 //! Every failure of the runtime, with enough context to act on it.
 
 use std::path::PathBuf;
-use tessera_lowering::{DType, HostTensorError};
+use tessera_lowering::HostTensorError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     #[error("no PJRT plugin for device `{kind}`: {detail}. Install it with `tessera plugin install {kind}`, or point {env_var} at a plugin .so")]
-    PluginNotFound { kind: String, env_var: String, detail: String },
+    PluginNotFound {
+        kind: String,
+        env_var: String,
+        detail: String,
+    },
 
     #[error("`{}` is not a PJRT plugin: {reason}", path.display())]
     NotAPlugin { path: PathBuf, reason: String },
 
     #[error("PJRT plugin `{}` implements C API {found_major}.{found_minor}, older than the {need_major}.{need_minor} this build of Tessera was generated from; install a newer plugin (`tessera plugin install <kind>`)", path.display())]
-    PluginTooOld { path: PathBuf, found_major: i32, found_minor: i32, need_major: u32, need_minor: u32 },
+    PluginTooOld {
+        path: PathBuf,
+        found_major: i32,
+        found_minor: i32,
+        need_major: u32,
+        need_minor: u32,
+    },
 
     /// An error reported by the plugin itself; `message` is the plugin's text, verbatim.
     #[error("{call} failed [{code}]: {message}")]
-    Pjrt { call: &'static str, code: String, message: String },
+    Pjrt {
+        call: &'static str,
+        code: String,
+        message: String,
+    },
 
     #[error("executable `{name}` takes {expected} input(s), got {got}")]
-    InputCount { name: String, expected: usize, got: usize },
+    InputCount {
+        name: String,
+        expected: usize,
+        got: usize,
+    },
 
     #[error("executable `{name}` input {index}: expected {expected}, got {got}")]
-    InputMismatch { name: String, index: usize, expected: String, got: String },
+    InputMismatch {
+        name: String,
+        index: usize,
+        expected: String,
+        got: String,
+    },
 
     #[error("the plugin produced a buffer of element type {0}, which Tessera does not support")]
     UnsupportedBufferType(String),
@@ -33,23 +56,63 @@ pub enum RuntimeError {
     #[error("device `{0}` runs kernels through the interpreter and has no PJRT client")]
     NoClient(String),
 
+    #[error("no TPU is attached to this machine (no /dev/accel* or /dev/vfio group); to compile for a TPU generation without one, use `TpuTarget::aot(\"v6e:2x2\")` or `tessera aot`")]
+    NoTpuAttached,
+
     #[error("installing the `{kind}` plugin failed: {detail}")]
     Install { kind: String, detail: String },
 
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
 
     #[error(transparent)]
     HostTensor(#[from] HostTensorError),
 
-    #[error("dtype {0} has no PJRT buffer type")]
-    NoBufferType(DType),
+    /// A kernel launch that does not trace (shapes, dtypes, block specs): carries the user's
+    /// source location.
+    #[error(transparent)]
+    Trace(Box<tessera_lowering::trace::TraceError>),
+
+    #[error("lowering to StableHLO: {0}")]
+    Emit(Box<tessera_lowering::stablehlo::EmitError>),
+
+    /// A kernel that breaks a TPU rule (tiling, 64-bit types, VMEM, reduction axes) or uses an
+    /// op Mosaic lowering does not support; carries the user's source location.
+    #[error(transparent)]
+    Mosaic(Box<tessera_lowering::mosaic::MosaicError>),
+
+    #[error(transparent)]
+    Interp(Box<tessera_lowering::interp::InterpError>),
 }
+
+// The lowering errors are large (they carry IR context and source locations); boxing them
+// keeps every `Result<_, RuntimeError>` small.
+macro_rules! boxed_from {
+    ($($variant:ident($t:ty)),* $(,)?) => {
+        $(impl From<$t> for RuntimeError {
+            fn from(e: $t) -> Self {
+                RuntimeError::$variant(Box::new(e))
+            }
+        })*
+    };
+}
+boxed_from!(
+    Trace(tessera_lowering::trace::TraceError),
+    Emit(tessera_lowering::stablehlo::EmitError),
+    Mosaic(tessera_lowering::mosaic::MosaicError),
+    Interp(tessera_lowering::interp::InterpError),
+);
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
 impl RuntimeError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        RuntimeError::Io { context: context.into(), source }
+        RuntimeError::Io {
+            context: context.into(),
+            source,
+        }
     }
 }

@@ -2,12 +2,12 @@
 
 use crate::buffer::Buffer;
 use crate::client::ClientInner;
-use std::sync::Arc;
 use crate::compile_options::CompileOptions;
 use crate::error::{Result, RuntimeError};
 use crate::ffi;
 use crate::pjrt_call::pjrt;
 use crate::signature::{Signature, TensorType};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A program loaded on a client's device.
@@ -26,12 +26,20 @@ unsafe impl Sync for Executable {}
 
 impl std::fmt::Debug for Executable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Executable({}, {} output(s))", self.name, self.num_outputs)
+        write!(
+            f,
+            "Executable({}, {} output(s))",
+            self.name, self.num_outputs
+        )
     }
 }
 
 impl Executable {
-    pub(crate) fn compile(client: &Arc<ClientInner>, module: &str, options: &CompileOptions) -> Result<Executable> {
+    pub(crate) fn compile(
+        client: &Arc<ClientInner>,
+        module: &str,
+        options: &CompileOptions,
+    ) -> Result<Executable> {
         let api = client.plugin.api();
         let start = Instant::now();
         let format = "mlir";
@@ -94,12 +102,21 @@ impl Executable {
 
     /// Checks inputs against `@main`'s signature before PJRT sees them.
     fn check_inputs(&self, inputs: &[&Buffer]) -> Result<()> {
-        let Some(sig) = &self.signature else { return Ok(()) };
+        let Some(sig) = &self.signature else {
+            return Ok(());
+        };
         if sig.inputs.len() != inputs.len() {
-            return Err(RuntimeError::InputCount { name: self.name.clone(), expected: sig.inputs.len(), got: inputs.len() });
+            return Err(RuntimeError::InputCount {
+                name: self.name.clone(),
+                expected: sig.inputs.len(),
+                got: inputs.len(),
+            });
         }
         for (index, (want, got)) in sig.inputs.iter().zip(inputs).enumerate() {
-            let got_ty = TensorType { shape: got.shape().to_vec(), dtype: got.dtype() };
+            let got_ty = TensorType {
+                shape: got.shape().to_vec(),
+                dtype: got.dtype(),
+            };
             if *want != got_ty {
                 return Err(RuntimeError::InputMismatch {
                     name: self.name.clone(),
@@ -139,7 +156,9 @@ impl Executable {
         a.num_args = args.len();
         a.output_lists = out_lists.as_ptr();
         pjrt!(api, PJRT_LoadedExecutable_Execute, &mut a)?;
-        outs.into_iter().map(|raw| Buffer::from_output(self.client.clone(), raw)).collect()
+        outs.into_iter()
+            .map(|raw| Buffer::from_output(self.client.clone(), raw))
+            .collect()
     }
 
     /// Executes and waits for every output (Debug mode's launch-blocking behaviour).
@@ -156,7 +175,11 @@ impl Drop for Executable {
     fn drop(&mut self) {
         let mut a: ffi::PJRT_LoadedExecutable_Destroy_Args = ffi::args();
         a.executable = self.raw;
-        if let Err(e) = pjrt!(self.client.plugin.api(), PJRT_LoadedExecutable_Destroy, &mut a) {
+        if let Err(e) = pjrt!(
+            self.client.plugin.api(),
+            PJRT_LoadedExecutable_Destroy,
+            &mut a
+        ) {
             tracing::warn!("destroying executable: {e}");
         }
     }
@@ -167,7 +190,10 @@ fn main_name(module: &str) -> String {
     module
         .trim_start()
         .strip_prefix("module @")
-        .and_then(|r| r.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).next())
+        .and_then(|r| {
+            r.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                .next()
+        })
         .filter(|s| !s.is_empty())
         .unwrap_or("main")
         .to_string()

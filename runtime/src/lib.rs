@@ -1,6 +1,7 @@
 //! Tessera's runtime: PJRT plugins through their C API (bindings generated at build time),
 //! clients shared by threads, device buffers, compiled executables and their cache, devices.
 
+pub mod autotune;
 mod buffer;
 mod buffer_type;
 mod cache;
@@ -10,18 +11,22 @@ mod device;
 mod error;
 mod executable;
 mod ffi;
+mod launch;
 mod pjrt_call;
 mod plugin;
 pub mod plugin_store;
 mod signature;
+mod tpu_aot;
 
 pub use buffer::{AlignedBytes, Buffer};
 pub use cache::CacheStats;
 pub use client::{Client, ClientOption, DeviceInfo};
 pub use compile_options::CompileOptions;
-pub use device::{Device, DeviceKind};
+pub use device::{tpu_attached, Device, DeviceKind};
 pub use error::{Result, RuntimeError};
 pub use executable::Executable;
+pub use launch::{compile_program, run_program, LaunchExt};
 pub use plugin::{Plugin, HEADER_API_VERSION};
 pub use signature::{Signature, TensorType};
 pub use tessera_lowering::{DType, HostTensor};
+pub use tpu_aot::{AotCompiled, TpuTarget};

@@ -6,7 +6,11 @@ use crate::plugin::c_str_lossy;
 
 /// Converts a PJRT error (if any) into a `RuntimeError::Pjrt` carrying the plugin's message,
 /// and frees it.
-pub(crate) fn check(api: &ffi::PJRT_Api, call: &'static str, err: *mut ffi::PJRT_Error) -> Result<()> {
+pub(crate) fn check(
+    api: &ffi::PJRT_Api,
+    call: &'static str,
+    err: *mut ffi::PJRT_Error,
+) -> Result<()> {
     if err.is_null() {
         return Ok(());
     }
@@ -24,7 +28,9 @@ pub(crate) fn check(api: &ffi::PJRT_Api, call: &'static str, err: *mut ffi::PJRT
     code_args.error = err;
     let code = match api.PJRT_Error_GetCode {
         // SAFETY: as above.
-        Some(f) if unsafe { f(&mut code_args) }.is_null() => format!("{:?}", code_args.code).replace("PJRT_Error_Code_", ""),
+        Some(f) if unsafe { f(&mut code_args) }.is_null() => {
+            format!("{:?}", code_args.code).replace("PJRT_Error_Code_", "")
+        }
         _ => "UNKNOWN".to_string(),
     };
     let mut destroy: ffi::PJRT_Error_Destroy_Args = ffi::args();
@@ -33,7 +39,11 @@ pub(crate) fn check(api: &ffi::PJRT_Api, call: &'static str, err: *mut ffi::PJRT
         // SAFETY: err is live and destroyed exactly once.
         unsafe { f(&mut destroy) };
     }
-    Err(RuntimeError::Pjrt { call, code, message })
+    Err(RuntimeError::Pjrt {
+        call,
+        code,
+        message,
+    })
 }
 
 /// Calls a PJRT function pointer that must exist in every plugin of our API version
@@ -41,7 +51,10 @@ pub(crate) fn check(api: &ffi::PJRT_Api, call: &'static str, err: *mut ffi::PJRT
 macro_rules! pjrt {
     ($api:expr, $name:ident, $args:expr) => {{
         let api: &$crate::ffi::PJRT_Api = $api;
-        let f = api.$name.expect(concat!(stringify!($name), " is in every PJRT plugin of this API version"));
+        let f = api.$name.expect(concat!(
+            stringify!($name),
+            " is in every PJRT plugin of this API version"
+        ));
         // SAFETY: args is a valid, initialized argument struct for this call.
         let err = unsafe { f($args) };
         $crate::pjrt_call::check(api, stringify!($name), err)

@@ -54,13 +54,18 @@ impl Plugin {
     }
 
     fn open(path: &Path) -> Result<Plugin> {
-        let not_a_plugin = |reason: String| RuntimeError::NotAPlugin { path: path.to_path_buf(), reason };
+        let not_a_plugin = |reason: String| RuntimeError::NotAPlugin {
+            path: path.to_path_buf(),
+            reason,
+        };
         // SAFETY: loading a shared library runs its initializers; that is the point of a plugin.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| not_a_plugin(e.to_string()))?;
+        let lib =
+            unsafe { libloading::Library::new(path) }.map_err(|e| not_a_plugin(e.to_string()))?;
         let api_ptr = {
             // SAFETY: GetPjrtApi has this signature in every PJRT plugin.
             let get: libloading::Symbol<unsafe extern "C" fn() -> *const ffi::PJRT_Api> =
-                unsafe { lib.get(b"GetPjrtApi\0") }.map_err(|e| not_a_plugin(format!("no GetPjrtApi symbol ({e})")))?;
+                unsafe { lib.get(b"GetPjrtApi\0") }
+                    .map_err(|e| not_a_plugin(format!("no GetPjrtApi symbol ({e})")))?;
             unsafe { get() }
         };
         if api_ptr.is_null() {
@@ -82,11 +87,20 @@ impl Plugin {
                 need_minor,
             });
         }
-        let plugin = Plugin { path: path.to_path_buf(), api, _lib: lib };
+        let plugin = Plugin {
+            path: path.to_path_buf(),
+            api,
+            _lib: lib,
+        };
         let mut args: ffi::PJRT_Plugin_Initialize_Args = ffi::args();
-        let init = plugin.api.PJRT_Plugin_Initialize.ok_or_else(|| not_a_plugin("no PJRT_Plugin_Initialize".into()))?;
+        let init = plugin
+            .api
+            .PJRT_Plugin_Initialize
+            .ok_or_else(|| not_a_plugin("no PJRT_Plugin_Initialize".into()))?;
         // SAFETY: valid args struct; the API is loaded.
-        check(plugin.api, "PJRT_Plugin_Initialize", unsafe { init(&mut args) })?;
+        check(plugin.api, "PJRT_Plugin_Initialize", unsafe {
+            init(&mut args)
+        })?;
         Ok(plugin)
     }
 
@@ -100,15 +114,22 @@ impl Plugin {
 
     /// (major, minor) of the C API the plugin implements.
     pub fn api_version(&self) -> (i32, i32) {
-        (self.api.pjrt_api_version.major_version, self.api.pjrt_api_version.minor_version)
+        (
+            self.api.pjrt_api_version.major_version,
+            self.api.pjrt_api_version.minor_version,
+        )
     }
 
     /// The plugin's attributes (`xla_version`, `stablehlo_current_version`, ...) as text.
     pub fn attributes(&self) -> Vec<(String, String)> {
-        let Some(f) = self.api.PJRT_Plugin_Attributes else { return Vec::new() };
+        let Some(f) = self.api.PJRT_Plugin_Attributes else {
+            return Vec::new();
+        };
         let mut args: ffi::PJRT_Plugin_Attributes_Args = ffi::args();
         // SAFETY: valid args; attributes live as long as the process.
-        if check(self.api, "PJRT_Plugin_Attributes", unsafe { f(&mut args) }).is_err() || args.attributes.is_null() {
+        if check(self.api, "PJRT_Plugin_Attributes", unsafe { f(&mut args) }).is_err()
+            || args.attributes.is_null()
+        {
             return Vec::new();
         }
         let attrs = unsafe { std::slice::from_raw_parts(args.attributes, args.num_attributes) };
@@ -119,19 +140,30 @@ impl Plugin {
 fn named_value_to_string(nv: &ffi::PJRT_NamedValue) -> (String, String) {
     // SAFETY: name points to name_size bytes; the union member is selected by `type_`.
     unsafe {
-        let name = String::from_utf8_lossy(std::slice::from_raw_parts(nv.name as *const u8, nv.name_size)).into_owned();
+        let name = String::from_utf8_lossy(std::slice::from_raw_parts(
+            nv.name as *const u8,
+            nv.name_size,
+        ))
+        .into_owned();
         let value = match nv.type_ {
             ffi::PJRT_NamedValue_Type::PJRT_NamedValue_kString => {
                 let s = nv.__bindgen_anon_1.string_value;
-                String::from_utf8_lossy(std::slice::from_raw_parts(s as *const u8, nv.value_size)).into_owned()
+                String::from_utf8_lossy(std::slice::from_raw_parts(s as *const u8, nv.value_size))
+                    .into_owned()
             }
-            ffi::PJRT_NamedValue_Type::PJRT_NamedValue_kInt64 => nv.__bindgen_anon_1.int64_value.to_string(),
+            ffi::PJRT_NamedValue_Type::PJRT_NamedValue_kInt64 => {
+                nv.__bindgen_anon_1.int64_value.to_string()
+            }
             ffi::PJRT_NamedValue_Type::PJRT_NamedValue_kInt64List => {
                 let p = nv.__bindgen_anon_1.int64_array_value;
                 format!("{:?}", std::slice::from_raw_parts(p, nv.value_size))
             }
-            ffi::PJRT_NamedValue_Type::PJRT_NamedValue_kFloat => nv.__bindgen_anon_1.float_value.to_string(),
-            ffi::PJRT_NamedValue_Type::PJRT_NamedValue_kBool => nv.__bindgen_anon_1.bool_value.to_string(),
+            ffi::PJRT_NamedValue_Type::PJRT_NamedValue_kFloat => {
+                nv.__bindgen_anon_1.float_value.to_string()
+            }
+            ffi::PJRT_NamedValue_Type::PJRT_NamedValue_kBool => {
+                nv.__bindgen_anon_1.bool_value.to_string()
+            }
         };
         (name, value)
     }
@@ -153,5 +185,7 @@ pub(crate) fn c_str(ptr: *const std::os::raw::c_char) -> String {
         return String::new();
     }
     // SAFETY: NUL-terminated string owned by the plugin.
-    unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(ptr) }
+        .to_string_lossy()
+        .into_owned()
 }

@@ -5,8 +5,8 @@
 //! `install` fills that folder from PyPI: `pip download` of the plugin's wheel (the only
 //! network access), then the plugin file is unpacked from the wheel.
 
-use crate::error::{Result, RuntimeError};
 use crate::device::DeviceKind;
+use crate::error::{Result, RuntimeError};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,8 +31,18 @@ pub const PACKAGES: [PluginPackage; 3] = [
         file_in_wheel: "xla_cpu_pjrt/xla_cpu_pjrt.so",
         extras: &["xla_cpu_pjrt/include/pjrt_c_api.h"],
     },
-    PluginPackage { kind: DeviceKind::Tpu, requirement: "libtpu>=0.0.40,<0.1", file_in_wheel: "libtpu/libtpu.so", extras: &[] },
-    PluginPackage { kind: DeviceKind::Cuda, requirement: "jax-cuda13-pjrt", file_in_wheel: "xla_cuda_plugin.so", extras: &[] },
+    PluginPackage {
+        kind: DeviceKind::Tpu,
+        requirement: "libtpu==0.0.52",
+        file_in_wheel: "libtpu/libtpu.so",
+        extras: &[],
+    },
+    PluginPackage {
+        kind: DeviceKind::Cuda,
+        requirement: "jax-cuda13-pjrt",
+        file_in_wheel: "xla_cuda_plugin.so",
+        extras: &[],
+    },
 ];
 
 pub fn package_for(kind: DeviceKind) -> Option<&'static PluginPackage> {
@@ -65,7 +75,11 @@ pub fn locate(kind: DeviceKind) -> Result<PathBuf> {
         return if p.is_file() {
             Ok(p)
         } else {
-            Err(RuntimeError::PluginNotFound { kind: kind.name().into(), env_var: var, detail: format!("{} (from the env var) does not exist", p.display()) })
+            Err(RuntimeError::PluginNotFound {
+                kind: kind.name().into(),
+                env_var: var,
+                detail: format!("{} (from the env var) does not exist", p.display()),
+            })
         };
     }
     match installed_path(kind) {
@@ -73,9 +87,17 @@ pub fn locate(kind: DeviceKind) -> Result<PathBuf> {
         Some(p) => Err(RuntimeError::PluginNotFound {
             kind: kind.name().into(),
             env_var: var,
-            detail: format!("{} is not set and {} does not exist", env_var_for(kind), p.display()),
+            detail: format!(
+                "{} is not set and {} does not exist",
+                env_var_for(kind),
+                p.display()
+            ),
         }),
-        None => Err(RuntimeError::PluginNotFound { kind: kind.name().into(), env_var: var, detail: "this device kind has no PJRT plugin".into() }),
+        None => Err(RuntimeError::PluginNotFound {
+            kind: kind.name().into(),
+            env_var: var,
+            detail: "this device kind has no PJRT plugin".into(),
+        }),
     }
 }
 
@@ -88,31 +110,55 @@ pub struct PluginEntry {
 }
 
 pub fn list() -> Vec<PluginEntry> {
-    PACKAGES.iter().map(|p| PluginEntry { kind: p.kind, requirement: p.requirement, location: locate(p.kind) }).collect()
+    PACKAGES
+        .iter()
+        .map(|p| PluginEntry {
+            kind: p.kind,
+            requirement: p.requirement,
+            location: locate(p.kind),
+        })
+        .collect()
 }
 
 /// Installs the plugin for `kind` into the cache folder; returns its path. A plugin already
 /// there is kept unless `force`.
 pub fn install(kind: DeviceKind, force: bool) -> Result<PathBuf> {
-    let err = |detail: String| RuntimeError::Install { kind: kind.name().into(), detail };
+    let err = |detail: String| RuntimeError::Install {
+        kind: kind.name().into(),
+        detail,
+    };
     let pkg = package_for(kind).ok_or_else(|| err("this device kind has no PJRT plugin".into()))?;
     let target = installed_path(kind).ok_or_else(|| err("no install location".into()))?;
     if target.is_file() && !force {
         return Ok(target);
     }
-    let dir = target.parent().expect("install path has a parent").to_path_buf();
-    fs::create_dir_all(&dir).map_err(|e| RuntimeError::io(format!("creating {}", dir.display()), e))?;
+    let dir = target
+        .parent()
+        .expect("install path has a parent")
+        .to_path_buf();
+    fs::create_dir_all(&dir)
+        .map_err(|e| RuntimeError::io(format!("creating {}", dir.display()), e))?;
     let download = dir.join("download");
     let _ = fs::remove_dir_all(&download);
     let python = std::env::var("TESSERA_PYTHON").unwrap_or_else(|_| "python3".into());
     let status = Command::new(&python)
-        .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--dest",
+        ])
         .arg(&download)
         .arg(pkg.requirement)
         .status()
         .map_err(|e| err(format!("running `{python} -m pip`: {e}")))?;
     if !status.success() {
-        return Err(err(format!("`{python} -m pip download {}` failed ({status})", pkg.requirement)));
+        return Err(err(format!(
+            "`{python} -m pip download {}` failed ({status})",
+            pkg.requirement
+        )));
     }
     let wheel = fs::read_dir(&download)
         .map_err(|e| RuntimeError::io("reading the download folder", e))?
@@ -120,10 +166,12 @@ pub fn install(kind: DeviceKind, force: bool) -> Result<PathBuf> {
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .ok_or_else(|| err("pip downloaded no wheel".into()))?;
-    unpack(&wheel, pkg.file_in_wheel, &target).map_err(|e| err(format!("unpacking {}: {e}", wheel.display())))?;
+    unpack(&wheel, pkg.file_in_wheel, &target)
+        .map_err(|e| err(format!("unpacking {}: {e}", wheel.display())))?;
     for extra in pkg.extras {
         let name = Path::new(extra).file_name().expect("extra has a file name");
-        unpack(&wheel, extra, &dir.join(name)).map_err(|e| err(format!("unpacking {extra}: {e}")))?;
+        unpack(&wheel, extra, &dir.join(name))
+            .map_err(|e| err(format!("unpacking {extra}: {e}")))?;
     }
     let _ = fs::remove_dir_all(&download);
     Ok(target)
@@ -137,7 +185,12 @@ fn unpack(wheel: &Path, suffix: &str, dest: &Path) -> io::Result<()> {
         .file_names()
         .find(|n| n.ends_with(suffix))
         .map(str::to_string)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no `{suffix}` in the wheel")))?;
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no `{suffix}` in the wheel"),
+            )
+        })?;
     let mut entry = zip.by_name(&name).map_err(io::Error::other)?;
     let tmp = dest.with_extension("partial");
     let mut out = fs::File::create(&tmp)?;

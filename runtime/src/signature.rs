@@ -24,7 +24,10 @@ impl TensorType {
         let inner = inner.split(',').next()?.trim(); // drop an encoding such as `, #stablehlo...`
         let mut parts: Vec<&str> = inner.split('x').collect();
         let dtype = parts.pop()?.parse::<DType>().ok()?;
-        let shape = parts.iter().map(|d| d.parse::<usize>().ok()).collect::<Option<Vec<_>>>()?;
+        let shape = parts
+            .iter()
+            .map(|d| d.parse::<usize>().ok())
+            .collect::<Option<Vec<_>>>()?;
         Some(TensorType { shape, dtype })
     }
 }
@@ -54,9 +57,12 @@ impl Signature {
                 let r = r.trim_start();
                 if let Some(r) = r.strip_prefix('(') {
                     let (list, _) = split_balanced(r, '(', ')')?;
-                    top_level_split(list).into_iter().map(|t| TensorType::parse(strip_attrs(t))).collect::<Option<Vec<_>>>()?
+                    top_level_split(list)
+                        .into_iter()
+                        .map(|t| TensorType::parse(strip_attrs(t)))
+                        .collect::<Option<Vec<_>>>()?
                 } else {
-                    let end = r.find(|c: char| c == '{' || c == '\n').unwrap_or(r.len());
+                    let end = r.find(['{', '\n']).unwrap_or(r.len());
                     let ty = r[..end].trim();
                     vec![TensorType::parse(strip_attrs(ty))?]
                 }
@@ -118,11 +124,32 @@ mod tests {
     fn reads_main_signature() {
         let m = "module {\n func.func public @main(%arg0: tensor<2x3xf32> {jax.arg_info = \"x\"}, %arg1: tensor<bf16>) -> (tensor<2x3xf32>, tensor<i1>) {\n";
         let s = Signature::of_main(m).unwrap();
-        assert_eq!(s.inputs[0], TensorType { shape: vec![2, 3], dtype: DType::F32 });
-        assert_eq!(s.inputs[1], TensorType { shape: vec![], dtype: DType::BF16 });
+        assert_eq!(
+            s.inputs[0],
+            TensorType {
+                shape: vec![2, 3],
+                dtype: DType::F32
+            }
+        );
+        assert_eq!(
+            s.inputs[1],
+            TensorType {
+                shape: vec![],
+                dtype: DType::BF16
+            }
+        );
         assert_eq!(s.outputs[1].dtype, DType::Bool);
-        let single = Signature::of_main("func.func @main(%a: tensor<4xui8>) -> tensor<4xui8> {").unwrap();
-        assert_eq!(single.outputs, vec![TensorType { shape: vec![4], dtype: DType::U8 }]);
-        assert!(Signature::of_main("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {").is_none());
+        let single =
+            Signature::of_main("func.func @main(%a: tensor<4xui8>) -> tensor<4xui8> {").unwrap();
+        assert_eq!(
+            single.outputs,
+            vec![TensorType {
+                shape: vec![4],
+                dtype: DType::U8
+            }]
+        );
+        assert!(
+            Signature::of_main("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {").is_none()
+        );
     }
 }

@@ -23,7 +23,10 @@ fn second_compile_of_the_same_module_is_a_hit() {
     assert!(after.misses >= before.misses + 2);
     assert!(after.compile_time > before.compile_time);
     // Different options are a different entry.
-    let opts = CompileOptions { device_ordinal: 0, ..CompileOptions::default() };
+    let opts = CompileOptions {
+        device_ordinal: 0,
+        ..CompileOptions::default()
+    };
     let d = c.compile_cached(&m(3), &opts).unwrap();
     assert!(!Arc::ptr_eq(&a, &d));
 }
@@ -34,12 +37,19 @@ fn zero_copy_upload_aliases_aligned_host_memory_and_reads_back() {
     let vals: Vec<f32> = (0..1024).map(|i| i as f32 * 0.5).collect();
     let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_ne_bytes()).collect();
     let host = Arc::new(tessera_runtime::AlignedBytes::from_slice(&bytes));
-    let buf = c.upload_shared(tessera_runtime::DType::F32, &[1024], host.clone()).unwrap();
+    let buf = c
+        .upload_shared(tessera_runtime::DType::F32, &[1024], host.clone())
+        .unwrap();
     // The buffer holds the memory while it lives.
     assert_eq!(Arc::strong_count(&host), 2);
     assert_eq!(buf.to_host().unwrap().to_vec::<f32>().unwrap(), vals);
     drop(buf);
     assert_eq!(Arc::strong_count(&host), 1);
-    let err = c.upload_shared(tessera_runtime::DType::F32, &[10], host).unwrap_err();
-    assert!(err.to_string().contains("needs 40 bytes, got 4096"), "{err}");
+    let err = c
+        .upload_shared(tessera_runtime::DType::F32, &[10], host)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("needs 40 bytes, got 4096"),
+        "{err}"
+    );
 }

@@ -16,17 +16,30 @@ fn four_threads_share_a_client_and_an_executable() {
 }"#;
     let exe = Arc::new(c.compile(m, &CompileOptions::default()).unwrap());
     let x = common::random_f64(64, 42);
-    let xb = Arc::new(c.upload(&HostTensor::from_f64(DType::F32, vec![64], &x)).unwrap());
+    let xb = Arc::new(
+        c.upload(&HostTensor::from_f64(DType::F32, vec![64], &x))
+            .unwrap(),
+    );
     let threads: Vec<_> = (0..4)
         .map(|t| {
             let (c, exe, xb, x) = (c.clone(), exe.clone(), xb.clone(), x.clone());
             std::thread::spawn(move || {
                 for i in 0..1000 {
                     let s = (t * 1000 + i) as f64 * 0.001;
-                    let sb = c.upload(&HostTensor::from_f64(DType::F32, vec![], &[s])).unwrap();
-                    let out = exe.execute(&[&xb, &sb]).unwrap().remove(0).to_host().unwrap();
+                    let sb = c
+                        .upload(&HostTensor::from_f64(DType::F32, vec![], &[s]))
+                        .unwrap();
+                    let out = exe
+                        .execute(&[&xb, &sb])
+                        .unwrap()
+                        .remove(0)
+                        .to_host()
+                        .unwrap();
                     let want: Vec<f64> = x.iter().map(|v| v * (s as f32 as f64)).collect();
-                    assert!(common::max_rel_err(&out, &want) < 1e-6, "thread {t} iteration {i}");
+                    assert!(
+                        common::max_rel_err(&out, &want) < 1e-6,
+                        "thread {t} iteration {i}"
+                    );
                 }
             })
         })

@@ -5,7 +5,10 @@ use tessera_runtime::{CompileOptions, DType, HostTensor};
 
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("linux /proc");
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .expect("VmRSS");
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
@@ -21,7 +24,7 @@ fn hundred_thousand_executions_keep_memory_flat() {
 }"#;
     let exe = c.compile_cached(m, &CompileOptions::default()).unwrap();
     let input = HostTensor::from_f64(DType::F32, vec![256], &common::random_f64(256, 7));
-    let mut run = |n: usize| {
+    let run = |n: usize| {
         for _ in 0..n {
             let b = c.upload(&input).unwrap();
             let out = exe.execute(&[&b]).unwrap();

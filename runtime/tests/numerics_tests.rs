@@ -21,9 +21,20 @@ fn elementwise_chain() {
   }
 }"#;
     let (x, y) = (random_f64(32, 1), random_f64(32, 2));
-    let want: Vec<f64> = x.iter().zip(&y).map(|(a, b)| ((a * b).exp() - a.tanh()).max(*b)).collect();
-    let out = run(m, &[(DType::F32, vec![4, 8], x), (DType::F32, vec![4, 8], y)]);
-    assert!(max_rel_err(&out[0], &want) < F32_TOL, "{}", max_rel_err(&out[0], &want));
+    let want: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(a, b)| ((a * b).exp() - a.tanh()).max(*b))
+        .collect();
+    let out = run(
+        m,
+        &[(DType::F32, vec![4, 8], x), (DType::F32, vec![4, 8], y)],
+    );
+    assert!(
+        max_rel_err(&out[0], &want) < F32_TOL,
+        "{}",
+        max_rel_err(&out[0], &want)
+    );
 }
 
 #[test]
@@ -76,7 +87,10 @@ fn dot_general_matmul() {
 }"#;
     let (a, b) = (random_f64(16 * 32, 6), random_f64(32 * 8, 7));
     let want = matmul_ref(&a, &b, 16, 32, 8);
-    let out = run(m, &[(DType::F32, vec![16, 32], a), (DType::F32, vec![32, 8], b)]);
+    let out = run(
+        m,
+        &[(DType::F32, vec![16, 32], a), (DType::F32, vec![32, 8], b)],
+    );
     assert!(max_rel_err(&out[0], &want) < F32_TOL);
 }
 
@@ -104,7 +118,10 @@ fn while_loop_accumulates() {
   }
 }"#;
     let x = random_f64(8, 8);
-    let want: Vec<f64> = x.iter().map(|&v| (0..10).fold(v, |a, _| a * 0.5 + 1.0)).collect();
+    let want: Vec<f64> = x
+        .iter()
+        .map(|&v| (0..10).fold(v, |a, _| a * 0.5 + 1.0))
+        .collect();
     let out = run(m, &[(DType::F32, vec![8], x)]);
     assert!(max_rel_err(&out[0], &want) < F32_TOL);
 }
@@ -119,7 +136,11 @@ fn bf16_program_within_bf16_tolerance() {
   }
 }"#;
     // Inputs rounded to bf16 first, so the reference sees what the device sees.
-    let round = |v: Vec<f64>| -> Vec<f64> { v.into_iter().map(|a| half::bf16::from_f64(a).to_f64()).collect() };
+    let round = |v: Vec<f64>| -> Vec<f64> {
+        v.into_iter()
+            .map(|a| half::bf16::from_f64(a).to_f64())
+            .collect()
+    };
     let (x, y) = (round(random_f64(64, 9)), round(random_f64(64, 10)));
     let want: Vec<f64> = x.iter().zip(&y).map(|(a, b)| a * b + a).collect();
     let out = run(m, &[(DType::BF16, vec![64], x), (DType::BF16, vec![64], y)]);
@@ -145,7 +166,12 @@ fn multiple_outputs_of_mixed_dtypes() {
     assert_eq!(out.len(), 3);
     assert!(max_rel_err(&out[0], &x.iter().map(|v| -v).collect::<Vec<_>>()) < F32_TOL);
     assert_eq!(out[1].dtype(), DType::Bool);
-    assert_eq!(out[1].to_f64_vec(), x.iter().map(|&v| if v > 0.0 { 1.0 } else { 0.0 }).collect::<Vec<_>>());
+    assert_eq!(
+        out[1].to_f64_vec(),
+        x.iter()
+            .map(|&v| if v > 0.0 { 1.0 } else { 0.0 })
+            .collect::<Vec<_>>()
+    );
     assert_eq!(out[2].shape(), &[] as &[usize]);
     assert!(max_rel_err(&out[2], &[x.iter().cloned().fold(0.0, f64::max)]) < F32_TOL);
 }
@@ -174,7 +200,17 @@ fn integer_and_f64_programs() {
     let a = vec![1.0, -2.0, 3.0, 40.0, 7.0];
     let b = vec![5.0, 6.0, -7.0, 8.0, 0.0];
     let x: Vec<f64> = random_f64(5, 12).iter().map(|v| v.abs()).collect();
-    let out = run(m, &[(DType::I32, vec![5], a.clone()), (DType::I32, vec![5], b.clone()), (DType::F64, vec![5], x.clone())]);
-    assert_eq!(out[0].to_f64_vec(), a.iter().zip(&b).map(|(p, q)| p * q).collect::<Vec<_>>());
+    let out = run(
+        m,
+        &[
+            (DType::I32, vec![5], a.clone()),
+            (DType::I32, vec![5], b.clone()),
+            (DType::F64, vec![5], x.clone()),
+        ],
+    );
+    assert_eq!(
+        out[0].to_f64_vec(),
+        a.iter().zip(&b).map(|(p, q)| p * q).collect::<Vec<_>>()
+    );
     assert!(max_rel_err(&out[1], &x.iter().map(|v| v.sqrt()).collect::<Vec<_>>()) < 1e-12);
 }

@@ -4,14 +4,36 @@ use super::CliError;
 use tessera_runtime::{plugin_store, Device, DeviceKind, HEADER_API_VERSION};
 
 pub fn run() -> Result<(), CliError> {
-    println!("{:<7} {:<9} {:<8} {:<8} plugin", "kind", "platform", "api", "devices");
+    println!(
+        "{:<7} {:<9} {:<8} {:<8} plugin",
+        "kind", "platform", "api", "devices"
+    );
     for kind in DeviceKind::ALL {
         if kind == DeviceKind::Interp {
-            println!("{:<7} {:<9} {:<8} {:<8} (built in: the reference interpreter)", "interp", "-", "-", "1");
+            println!(
+                "{:<7} {:<9} {:<8} {:<8} (built in: the reference interpreter)",
+                "interp", "-", "-", "1"
+            );
             continue;
         }
         if plugin_store::locate(kind).is_err() {
-            println!("{:<7} {:<9} {:<8} {:<8} not installed (`tessera plugin install {kind}`)", kind.name(), "-", "-", "-");
+            println!(
+                "{:<7} {:<9} {:<8} {:<8} not installed (`tessera plugin install {kind}`)",
+                kind.name(),
+                "-",
+                "-",
+                "-"
+            );
+            continue;
+        }
+        if kind == DeviceKind::Tpu && !tessera_runtime::tpu_attached() {
+            let path = plugin_store::locate(kind)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            println!(
+                "{:<7} {:<9} {:<8} {:<8} {path} (no TPU attached: compile-only, `tessera aot`)",
+                "tpu", "-", "-", "0"
+            );
             continue;
         }
         match Device::new(kind) {
@@ -24,12 +46,23 @@ pub fn run() -> Result<(), CliError> {
                     c.platform_name(),
                     format!("{major}.{minor}"),
                     c.devices().len(),
-                    d.plugin_path().map(|p| p.display().to_string()).unwrap_or_default()
+                    d.plugin_path()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
                 );
             }
-            Err(e) => println!("{:<7} {:<9} {:<8} {:<8} unavailable: {e}", kind.name(), "-", "-", "-"),
+            Err(e) => println!(
+                "{:<7} {:<9} {:<8} {:<8} unavailable: {e}",
+                kind.name(),
+                "-",
+                "-",
+                "-"
+            ),
         }
     }
-    println!("(bindings generated from PJRT C API {}.{})", HEADER_API_VERSION.0, HEADER_API_VERSION.1);
+    println!(
+        "(bindings generated from PJRT C API {}.{})",
+        HEADER_API_VERSION.0, HEADER_API_VERSION.1
+    );
     Ok(())
 }

@@ -22,16 +22,27 @@ pub struct InputSpec {
 impl std::str::FromStr for InputSpec {
     type Err = CliError;
     fn from_str(s: &str) -> Result<Self, CliError> {
-        let bad = |why: &str| CliError::Usage(format!("bad --input `{s}`: {why} (expected e.g. f32[2,3]=random)"));
+        let bad = |why: &str| {
+            CliError::Usage(format!(
+                "bad --input `{s}`: {why} (expected e.g. f32[2,3]=random)"
+            ))
+        };
         let (ty, value) = s.split_once('=').unwrap_or((s, "random"));
         let (dtype, dims) = ty.split_once('[').ok_or_else(|| bad("missing [dims]"))?;
-        let dims = dims.strip_suffix(']').ok_or_else(|| bad("missing closing ]"))?;
-        let dtype: DType = dtype.parse().map_err(|e: tessera_lowering::dtype::UnknownDType| bad(&e.to_string()))?;
+        let dims = dims
+            .strip_suffix(']')
+            .ok_or_else(|| bad("missing closing ]"))?;
+        let dtype: DType = dtype
+            .parse()
+            .map_err(|e: tessera_lowering::dtype::UnknownDType| bad(&e.to_string()))?;
         let shape = dims
             .split(',')
             .map(str::trim)
             .filter(|d| !d.is_empty())
-            .map(|d| d.parse::<usize>().map_err(|_| bad(&format!("dimension `{d}` is not a non-negative integer"))))
+            .map(|d| {
+                d.parse::<usize>()
+                    .map_err(|_| bad(&format!("dimension `{d}` is not a non-negative integer")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let fill = match value.trim() {
             "random" => Fill::Random,
@@ -41,12 +52,23 @@ impl std::str::FromStr for InputSpec {
             v if v.contains(',') || v.starts_with('[') => Fill::List(
                 v.trim_matches(|c| c == '[' || c == ']')
                     .split(',')
-                    .map(|x| x.trim().parse::<f64>().map_err(|_| bad(&format!("`{x}` is not a number"))))
+                    .map(|x| {
+                        x.trim()
+                            .parse::<f64>()
+                            .map_err(|_| bad(&format!("`{x}` is not a number")))
+                    })
                     .collect::<Result<_, _>>()?,
             ),
-            v => Fill::Value(v.parse().map_err(|_| bad(&format!("`{v}` is not random, zeros, ones, iota, a number or a list")))?),
+            v => Fill::Value(v.parse().map_err(|_| {
+                bad(&format!(
+                    "`{v}` is not random, zeros, ones, iota, a number or a list"
+                ))
+            })?),
         };
-        let spec = InputSpec { ty: TensorType { shape, dtype }, fill };
+        let spec = InputSpec {
+            ty: TensorType { shape, dtype },
+            fill,
+        };
         if let Fill::List(l) = &spec.fill {
             let n: usize = spec.ty.shape.iter().product();
             if l.len() != n {
@@ -59,7 +81,10 @@ impl std::str::FromStr for InputSpec {
 
 impl InputSpec {
     pub fn random(ty: TensorType) -> InputSpec {
-        InputSpec { ty, fill: Fill::Random }
+        InputSpec {
+            ty,
+            fill: Fill::Random,
+        }
     }
 
     /// The host tensor; random values are uniform in [-1, 1) (0/1 for bool, small ints for ints).
@@ -67,7 +92,9 @@ impl InputSpec {
         let n: usize = self.ty.shape.iter().product();
         let d = self.ty.dtype;
         let values: Vec<f64> = match &self.fill {
-            Fill::Random if d == DType::Bool => (0..n).map(|_| rng.gen_range(0..2) as f64).collect(),
+            Fill::Random if d == DType::Bool => {
+                (0..n).map(|_| rng.gen_range(0..2) as f64).collect()
+            }
             Fill::Random if d.is_int() => (0..n).map(|_| rng.gen_range(0..10) as f64).collect(),
             Fill::Random => (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect(),
             Fill::Iota => (0..n).map(|i| i as f64).collect(),
@@ -89,9 +116,21 @@ mod tests {
     #[test]
     fn parses_specs() {
         let s: InputSpec = "f32[2,3]=random".parse().unwrap();
-        assert_eq!(s.ty, TensorType { shape: vec![2, 3], dtype: DType::F32 });
-        assert_eq!("bf16[]=1.5".parse::<InputSpec>().unwrap().fill, Fill::Value(1.5));
-        assert_eq!("i32[3]=1,2,3".parse::<InputSpec>().unwrap().fill, Fill::List(vec![1.0, 2.0, 3.0]));
+        assert_eq!(
+            s.ty,
+            TensorType {
+                shape: vec![2, 3],
+                dtype: DType::F32
+            }
+        );
+        assert_eq!(
+            "bf16[]=1.5".parse::<InputSpec>().unwrap().fill,
+            Fill::Value(1.5)
+        );
+        assert_eq!(
+            "i32[3]=1,2,3".parse::<InputSpec>().unwrap().fill,
+            Fill::List(vec![1.0, 2.0, 3.0])
+        );
         assert_eq!("f32[4]".parse::<InputSpec>().unwrap().fill, Fill::Random);
     }
 

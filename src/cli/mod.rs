@@ -1,16 +1,23 @@
 //! The `tessera` CLI (clap). Each subcommand lives in its own module.
 
+mod aot;
 mod demo;
 mod devices;
 mod inputs;
+mod kernels;
 mod plugin;
 mod run_mlir;
+mod tune;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "tessera", version, about = "Kernel-authoring DSL and JIT for TPUs")]
+#[command(
+    name = "tessera",
+    version,
+    about = "Kernel-authoring DSL and JIT for TPUs"
+)]
 struct Cli {
     /// Print executable-cache statistics (hits, misses, compile time) at exit.
     #[arg(long, global = true)]
@@ -30,8 +37,20 @@ enum Command {
     },
     /// Compile a StableHLO file and run it, printing its outputs.
     RunMlir(run_mlir::RunMlirArgs),
-    /// The main job: run sample programs on the default device and print results and timings.
+    /// The main job: run the shipped kernels and sample programs on the default device, print
+    /// their error vs float64 references and their timings.
     Demo,
+    /// List the registered kernels, one per line, name first.
+    Kernels,
+    /// Print a kernel lowered for a problem shape (StableHLO).
+    Lower(kernels::LowerArgs),
+    /// Compile kernels for TPU generations through libtpu without a TPU (JSON Lines with --json).
+    Aot(aot::AotArgs),
+    /// Tune a kernel's block sizes on the default device; cache and plot the result.
+    Tune(tune::TuneArgs),
+    /// Run a kernel on random inputs, compare to its float64 reference, print the max error
+    /// (exit code 1 on mismatch).
+    Check(kernels::CheckArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -41,6 +60,11 @@ pub fn main() -> ExitCode {
         Command::Plugin { action } => plugin::run(action),
         Command::RunMlir(args) => run_mlir::run(&args),
         Command::Demo => demo::run(),
+        Command::Kernels => kernels::list(),
+        Command::Lower(args) => kernels::lower(&args),
+        Command::Check(args) => kernels::check(&args),
+        Command::Aot(args) => aot::run(&args),
+        Command::Tune(args) => tune::run(&args),
     };
     if cli.stats {
         print_stats();
@@ -62,7 +86,10 @@ pub enum CliError {
     #[error("{0}")]
     Usage(String),
     #[error("reading {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 fn print_stats() {

@@ -26,7 +26,10 @@ pub struct RunMlirArgs {
 }
 
 pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(&args.file).map_err(|source| CliError::Read { path: args.file.clone(), source })?;
+    let text = std::fs::read_to_string(&args.file).map_err(|source| CliError::Read {
+        path: args.file.clone(),
+        source,
+    })?;
     let device = match &args.device {
         Some(d) => Device::new(DeviceKind::parse(d)?)?,
         None => Device::from_env()?,
@@ -45,11 +48,17 @@ pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut rng = rng(args.seed);
     let hosts: Vec<HostTensor> = specs.iter().map(|s| s.materialize(&mut rng)).collect();
-    let bufs = hosts.iter().map(|h| client.upload(h)).collect::<Result<Vec<_>, _>>()?;
+    let bufs = hosts
+        .iter()
+        .map(|h| client.upload(h))
+        .collect::<Result<Vec<_>, _>>()?;
     let refs: Vec<_> = bufs.iter().collect();
     let start = Instant::now();
     let outs = exe.execute(&refs)?;
-    let outs = outs.iter().map(|b| b.to_host()).collect::<Result<Vec<_>, _>>()?;
+    let outs = outs
+        .iter()
+        .map(|b| b.to_host())
+        .collect::<Result<Vec<_>, _>>()?;
     let run_ms = start.elapsed().as_secs_f64() * 1e3;
     for (i, h) in hosts.iter().enumerate() {
         println!("input {i}: {}", render(h, args.full));
@@ -57,7 +66,10 @@ pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
     for (i, o) in outs.iter().enumerate() {
         println!("output {i}: {}", render(o, args.full));
     }
-    println!("compiled in {compile_ms:.1} ms, ran in {run_ms:.3} ms on {}", device.kind());
+    println!(
+        "compiled in {compile_ms:.1} ms, ran in {run_ms:.3} ms on {}",
+        device.kind()
+    );
     Ok(())
 }
 
@@ -66,8 +78,30 @@ fn render(t: &HostTensor, full: bool) -> String {
     let vals = t.to_f64_vec();
     let shown = if full { vals.len() } else { vals.len().min(16) };
     // Print at the dtype's own precision: an f32 shown with f64 digits suggests false accuracy.
-    let narrow = matches!(t.dtype(), tessera_runtime::DType::F32 | tessera_runtime::DType::F16 | tessera_runtime::DType::BF16);
-    let body: Vec<String> = vals[..shown].iter().map(|&v| if narrow { format!("{}", v as f32) } else { format!("{v}") }).collect();
-    let more = if shown < vals.len() { format!(", ... ({} more)", vals.len() - shown) } else { String::new() };
-    format!("{}[{}] = [{}{}]", t.dtype(), dims.join(","), body.join(", "), more)
+    let narrow = matches!(
+        t.dtype(),
+        tessera_runtime::DType::F32 | tessera_runtime::DType::F16 | tessera_runtime::DType::BF16
+    );
+    let body: Vec<String> = vals[..shown]
+        .iter()
+        .map(|&v| {
+            if narrow {
+                format!("{}", v as f32)
+            } else {
+                format!("{v}")
+            }
+        })
+        .collect();
+    let more = if shown < vals.len() {
+        format!(", ... ({} more)", vals.len() - shown)
+    } else {
+        String::new()
+    };
+    format!(
+        "{}[{}] = [{}{}]",
+        t.dtype(),
+        dims.join(","),
+        body.join(", "),
+        more
+    )
 }

@@ -9,7 +9,11 @@ use tessera_runtime::{Client, Device, HostTensor};
 
 /// The shared CPU client (the real XLA CPU PJRT plugin).
 pub fn cpu() -> Client {
-    Device::cpu().expect("CPU plugin (run `make setup` or `tessera plugin install cpu`)").client().unwrap().clone()
+    Device::cpu()
+        .expect("CPU plugin (run `make setup` or `tessera plugin install cpu`)")
+        .client()
+        .unwrap()
+        .clone()
 }
 
 pub fn random_f64(n: usize, seed: u64) -> Vec<f64> {
@@ -21,5 +25,8 @@ pub fn random_f64(n: usize, seed: u64) -> Vec<f64> {
 pub fn max_rel_err(got: &HostTensor, want: &[f64]) -> f64 {
     let got = got.to_f64_vec();
     assert_eq!(got.len(), want.len(), "element count");
-    got.iter().zip(want).map(|(g, w)| (g - w).abs() / w.abs().max(1.0)).fold(0.0, f64::max)
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs() / w.abs().max(1.0))
+        .fold(0.0, f64::max)
 }

@@ -1,0 +1,51 @@
+//! Errors of the reference interpreter; out-of-bounds accesses name the op and its source.
+
+use crate::dtype::DType;
+use crate::ir::Loc;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InterpError {
+    #[error("kernel `{kernel}` takes {expected} inputs, got {got}")]
+    InputCount {
+        kernel: String,
+        expected: usize,
+        got: usize,
+    },
+
+    #[error("kernel `{kernel}`: input `{name}` was traced as {expected_dtype}{expected_shape:?}, got {got_dtype}{got_shape:?}")]
+    InputMismatch {
+        kernel: String,
+        name: String,
+        expected_dtype: DType,
+        expected_shape: Vec<usize>,
+        got_dtype: DType,
+        got_shape: Vec<usize>,
+    },
+
+    #[error("{loc}: block {block_index:?} of {operand} at grid step {grid_index:?} is out of bounds: blocks of {block_shape:?} in an array of {array_shape:?}")]
+    BlockOutOfBounds {
+        operand: String,
+        grid_index: Vec<usize>,
+        block_index: Vec<i64>,
+        block_shape: Vec<usize>,
+        array_shape: Vec<usize>,
+        loc: Loc,
+    },
+
+    #[error("{loc}: `{op}`: window at {starts:?} of size {sizes:?} is out of bounds of a ref of shape {shape:?}")]
+    SliceOutOfBounds {
+        op: &'static str,
+        starts: Vec<i64>,
+        sizes: Vec<usize>,
+        shape: Vec<usize>,
+        loc: Loc,
+    },
+
+    /// IR the interpreter cannot run; verified programs do not produce it.
+    #[error("{loc}: `{op}`: {message}")]
+    Invalid {
+        op: &'static str,
+        message: String,
+        loc: Loc,
+    },
+}

@@ -1,0 +1,161 @@
+//! The reference interpreter (Pallas' `interpret=True`): runs a [`KernelProgram`] on host
+//! arrays. The grid runs in lexicographic order (last axis fastest, like the TPU); each
+//! step copies the input and output blocks its index maps select into block buffers, runs
+//! the body, and copies the output blocks back; scratch buffers persist across steps.
+//! Values are f64 rounded to their dtype after every op (so bf16 behaves like bf16), `dot`
+//! accumulates in f32, and every block and slice is bounds-checked. Integers are exact up
+//! to 2^53. Outputs start as NaN (floats) or 0, so blocks a kernel never writes show up.
+
+// Errors are cold and carry the shapes a user needs to see; their size does not matter.
+#![allow(clippy::result_large_err)]
+
+mod array;
+mod error;
+mod eval;
+mod math;
+mod ops;
+
+pub use error::InterpError;
+
+use crate::host::HostTensor;
+use crate::trace::{BlockOperand, KernelProgram};
+use array::Array;
+use eval::{Machine, Rt};
+use ops::{copy_window, paste_window};
+use std::rc::Rc;
+
+/// Runs `program` on `inputs` (one per program input, matching its dtype and array shape)
+/// and returns the outputs.
+pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, InterpError> {
+    if inputs.len() != program.inputs.len() {
+        return Err(InterpError::InputCount {
+            kernel: program.name.clone(),
+            expected: program.inputs.len(),
+            got: inputs.len(),
+        });
+    }
+    for (o, t) in program.inputs.iter().zip(inputs) {
+        if t.dtype() != o.dtype || t.shape() != o.array_shape.as_slice() {
+            return Err(InterpError::InputMismatch {
+                kernel: program.name.clone(),
+                name: o.name.clone(),
+                expected_dtype: o.dtype,
+                expected_shape: o.array_shape.clone(),
+                got_dtype: t.dtype(),
+                got_shape: t.shape().to_vec(),
+            });
+        }
+    }
+    let arrays: Vec<Array> = inputs
+        .iter()
+        .map(|t| Array::new(t.dtype(), t.shape().to_vec(), t.to_f64_vec()))
+        .collect();
+    let mut outputs: Vec<Array> = program
+        .outputs
+        .iter()
+        .map(|o| {
+            Array::filled(
+                o.dtype,
+                o.array_shape.clone(),
+                if o.dtype.is_float() { f64::NAN } else { 0.0 },
+            )
+        })
+        .collect();
+    let blocks = program.inputs.iter().chain(&program.outputs);
+    let mut buffers: Vec<Array> = blocks
+        .map(|o| Array::filled(o.dtype, o.block_shape.clone(), 0.0))
+        .chain(
+            program
+                .scratch
+                .iter()
+                .map(|s| Array::filled(s.dtype, s.shape.clone(), 0.0)),
+        )
+        .collect();
+    let ni = program.inputs.len();
+
+    let mut step = vec![0usize; program.grid.len()];
+    for _ in 0..program.num_steps() {
+        let mut starts = Vec::new();
+        for (k, o) in program.inputs.iter().chain(&program.outputs).enumerate() {
+            let s = block_starts(program, o, &step)?;
+            let src = if k < ni { &arrays[k] } else { &outputs[k - ni] };
+            buffers[k].data = copy_window(&src.data, &src.shape, &s, &o.block_shape);
+            starts.push(s);
+        }
+        let args = (0..buffers.len()).map(Rt::Ref).collect();
+        Machine::new(&program.body, &mut buffers, &program.grid, &step).call(args)?;
+        for (k, o) in program.outputs.iter().enumerate() {
+            let out = &mut outputs[k];
+            paste_window(
+                &mut out.data,
+                &out.shape,
+                &starts[ni + k],
+                &o.block_shape,
+                &buffers[ni + k].data,
+            );
+        }
+        advance(&mut step, &program.grid);
+    }
+    Ok(outputs
+        .into_iter()
+        .map(|a| HostTensor::from_f64(a.dtype, a.shape, &a.data))
+        .collect())
+}
+
+/// Next grid index in lexicographic order.
+fn advance(step: &mut [usize], grid: &[usize]) {
+    for d in (0..grid.len()).rev() {
+        step[d] += 1;
+        if step[d] < grid[d] {
+            return;
+        }
+        step[d] = 0;
+    }
+}
+
+/// Element offsets of the block the operand's index map selects at grid step `step`.
+fn block_starts(
+    program: &KernelProgram,
+    o: &BlockOperand,
+    step: &[usize],
+) -> Result<Vec<usize>, InterpError> {
+    let grid_args = step
+        .iter()
+        .map(|&i| {
+            Rt::Val(Rc::new(Array::new(
+                crate::DType::I32,
+                vec![],
+                vec![i as f64],
+            )))
+        })
+        .collect();
+    let results = Machine::new(&o.index_map, &mut [], &program.grid, step).call(grid_args)?;
+    let index: Vec<i64> = results
+        .iter()
+        .map(|r| match r {
+            Rt::Val(a) => a.scalar() as i64,
+            Rt::Ref(_) => -1,
+        })
+        .collect();
+    let in_bounds = index.len() == o.block_shape.len()
+        && index
+            .iter()
+            .zip(&o.block_shape)
+            .zip(&o.array_shape)
+            .all(|((&b, &n), &d)| b >= 0 && (b as usize + 1) * n <= d);
+    if !in_bounds {
+        return Err(InterpError::BlockOutOfBounds {
+            operand: o.name.clone(),
+            grid_index: step.to_vec(),
+            block_index: index,
+            block_shape: o.block_shape.clone(),
+            array_shape: o.array_shape.clone(),
+            loc: o.index_map.loc,
+        });
+    }
+    Ok(index
+        .iter()
+        .zip(&o.block_shape)
+        .map(|(&b, &n)| b as usize * n)
+        .collect())
+}

@@ -1,0 +1,19 @@
+//! The kernel IR: typed SSA values with static shapes, ops with source locations, regions
+//! for `if` and `fori`, a verifier, a stable structural hash and a text dump.
+
+mod display;
+mod func;
+mod hash;
+mod loc;
+mod op;
+mod types;
+mod verify;
+
+pub use func::Func;
+pub use hash::{hash_func_into, structural_hash, Fnv1a};
+pub use loc::Loc;
+pub use op::{
+    BinaryOp, CompareOp, Literal, Offset, OpKind, Operation, ReduceOp, Region, UnaryOp, ValueId,
+};
+pub use types::{MemorySpace, Type};
+pub use verify::{check_op, dot_accumulator, reduced_shape, verify, VerifyError};

@@ -1,0 +1,348 @@
+//! Operations of the kernel IR. Operands are SSA value ids; result types live in the
+//! enclosing [`Func`](super::Func)'s value table.
+
+use super::loc::Loc;
+use std::fmt;
+
+/// An SSA value, numbered within one function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueId(pub u32);
+
+impl fmt::Display for ValueId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// A constant's value before it is rounded to its result dtype.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Literal {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Literal {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Literal::Bool(b) => f64::from(u8::from(b)),
+            Literal::Int(i) => i as f64,
+            Literal::Float(x) => x,
+        }
+    }
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Bool(b) => write!(f, "{b}"),
+            Literal::Int(i) => write!(f, "{i}"),
+            Literal::Float(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
+/// A slice start or element index: known at trace time, or an `i32` SSA value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Offset {
+    Static(usize),
+    Dynamic(ValueId),
+}
+
+impl fmt::Display for Offset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Offset::Static(s) => write!(f, "{s}"),
+            Offset::Dynamic(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($variant),* }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $text),* }
+            }
+        }
+    };
+}
+
+named_enum!(
+    /// Elementwise functions of one operand.
+    UnaryOp {
+        Neg => "neg", Abs => "abs", Exp => "exp", Log => "log", Tanh => "tanh", Sqrt => "sqrt",
+        Rsqrt => "rsqrt", Erf => "erf", Sin => "sin", Cos => "cos", Logistic => "logistic",
+        Floor => "floor", Ceil => "ceil", Not => "not",
+    }
+);
+
+impl UnaryOp {
+    /// Ops defined only on floating-point elements.
+    pub fn float_only(self) -> bool {
+        !matches!(self, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not)
+    }
+}
+
+named_enum!(
+    /// Elementwise functions of two operands of one type.
+    BinaryOp {
+        Add => "add", Sub => "sub", Mul => "mul", Div => "div", Rem => "rem",
+        Max => "max", Min => "min", Pow => "pow", And => "and", Or => "or",
+    }
+);
+
+named_enum!(
+    /// Elementwise comparisons; results are `bool`.
+    CompareOp { Eq => "eq", Ne => "ne", Lt => "lt", Le => "le", Gt => "gt", Ge => "ge" }
+);
+
+named_enum!(
+    /// Reductions over axes.
+    ReduceOp { Sum => "sum", Max => "max", Min => "min" }
+);
+
+/// A list of ops with block arguments and the values it yields to its parent.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Region {
+    pub args: Vec<ValueId>,
+    pub ops: Vec<Operation>,
+    pub yields: Vec<ValueId>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation {
+    pub results: Vec<ValueId>,
+    pub kind: OpKind,
+    pub loc: Loc,
+}
+
+/// What an op does. Where the result type cannot be derived from the operands (constants,
+/// casts, iota, reshape, broadcast) it is the op's result type in the value table.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpKind {
+    /// A scalar, or a tile with every element equal to `value`.
+    Constant {
+        value: Literal,
+    },
+    /// This grid step's index along `axis` (i32).
+    ProgramId {
+        axis: usize,
+    },
+    /// The grid's extent along `axis` (i32).
+    NumPrograms {
+        axis: usize,
+    },
+    /// The whole block of a ref.
+    Load {
+        src: ValueId,
+    },
+    /// Overwrites the whole block of a ref; the value has the ref's shape and dtype.
+    Store {
+        dst: ValueId,
+        value: ValueId,
+    },
+    /// `src[starts .. starts + sizes]`; sizes are static, starts static or traced.
+    LoadSlice {
+        src: ValueId,
+        starts: Vec<Offset>,
+        sizes: Vec<usize>,
+    },
+    /// `dst[starts .. starts + shape(value)] = value`.
+    StoreSlice {
+        dst: ValueId,
+        starts: Vec<Offset>,
+        value: ValueId,
+    },
+    /// One element of a ref as a scalar (SMEM-style access).
+    LoadElement {
+        src: ValueId,
+        indices: Vec<Offset>,
+    },
+    StoreElement {
+        dst: ValueId,
+        indices: Vec<Offset>,
+        value: ValueId,
+    },
+    Unary {
+        op: UnaryOp,
+        x: ValueId,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: ValueId,
+        rhs: ValueId,
+    },
+    Compare {
+        op: CompareOp,
+        lhs: ValueId,
+        rhs: ValueId,
+    },
+    /// `cond ? on_true : on_false`, elementwise; all three have one shape.
+    Select {
+        cond: ValueId,
+        on_true: ValueId,
+        on_false: ValueId,
+    },
+    /// Converts elements to the result dtype (floats to ints truncate toward zero).
+    Cast {
+        x: ValueId,
+    },
+    /// Tile whose elements are their index along `dim`.
+    Iota {
+        dim: usize,
+    },
+    /// StableHLO's broadcast_in_dim: operand dim `i` becomes result dim `dims[i]`; operand
+    /// dims are 1 or equal to the result dim. A scalar operand has `dims = []`.
+    Broadcast {
+        x: ValueId,
+        dims: Vec<usize>,
+    },
+    /// Same elements in row-major order, new shape.
+    Reshape {
+        x: ValueId,
+    },
+    /// Result dim `i` is operand dim `perm[i]`.
+    Transpose {
+        x: ValueId,
+        perm: Vec<usize>,
+    },
+    /// Reduces `axes` (sorted, distinct); `keepdims` leaves them as size-1 dims.
+    Reduce {
+        op: ReduceOp,
+        x: ValueId,
+        axes: Vec<usize>,
+        keepdims: bool,
+    },
+    /// 2-D matmul `op(lhs) @ op(rhs)` where `op` transposes when asked; products are
+    /// accumulated in the result dtype, f32 (see [`dot_accumulator`](super::dot_accumulator)).
+    Dot {
+        lhs: ValueId,
+        rhs: ValueId,
+        transpose_lhs: bool,
+        transpose_rhs: bool,
+    },
+    /// Runs one region; both yield values of the op's result types.
+    If {
+        cond: ValueId,
+        then_region: Region,
+        else_region: Region,
+    },
+    /// `for i in lo..hi`: the body's args are `i` then the carried values; it yields the
+    /// next carried values. Results are the final carried values.
+    Fori {
+        lo: ValueId,
+        hi: ValueId,
+        init: Vec<ValueId>,
+        body: Region,
+    },
+}
+
+impl OpKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            OpKind::Constant { .. } => "constant",
+            OpKind::ProgramId { .. } => "program_id",
+            OpKind::NumPrograms { .. } => "num_programs",
+            OpKind::Load { .. } => "load",
+            OpKind::Store { .. } => "store",
+            OpKind::LoadSlice { .. } => "load_slice",
+            OpKind::StoreSlice { .. } => "store_slice",
+            OpKind::LoadElement { .. } => "load_element",
+            OpKind::StoreElement { .. } => "store_element",
+            OpKind::Unary { op, .. } => op.name(),
+            OpKind::Binary { op, .. } => op.name(),
+            OpKind::Compare { op, .. } => op.name(),
+            OpKind::Select { .. } => "select",
+            OpKind::Cast { .. } => "cast",
+            OpKind::Iota { .. } => "iota",
+            OpKind::Broadcast { .. } => "broadcast",
+            OpKind::Reshape { .. } => "reshape",
+            OpKind::Transpose { .. } => "transpose",
+            OpKind::Reduce {
+                op: ReduceOp::Sum, ..
+            } => "reduce_sum",
+            OpKind::Reduce {
+                op: ReduceOp::Max, ..
+            } => "reduce_max",
+            OpKind::Reduce {
+                op: ReduceOp::Min, ..
+            } => "reduce_min",
+            OpKind::Dot { .. } => "dot",
+            OpKind::If { .. } => "if",
+            OpKind::Fori { .. } => "fori",
+        }
+    }
+
+    /// The SSA operands, in a fixed order (the order the hash and the printer use).
+    pub fn operands(&self) -> Vec<ValueId> {
+        fn dynamic(offsets: &[Offset]) -> impl Iterator<Item = ValueId> + '_ {
+            offsets.iter().filter_map(|o| match o {
+                Offset::Dynamic(v) => Some(*v),
+                Offset::Static(_) => None,
+            })
+        }
+        match self {
+            OpKind::Constant { .. }
+            | OpKind::ProgramId { .. }
+            | OpKind::NumPrograms { .. }
+            | OpKind::Iota { .. } => vec![],
+            OpKind::Load { src } => vec![*src],
+            OpKind::Store { dst, value } => vec![*dst, *value],
+            OpKind::LoadSlice { src, starts, .. } => {
+                std::iter::once(*src).chain(dynamic(starts)).collect()
+            }
+            OpKind::StoreSlice { dst, starts, value } => std::iter::once(*dst)
+                .chain(dynamic(starts))
+                .chain(std::iter::once(*value))
+                .collect(),
+            OpKind::LoadElement { src, indices } => {
+                std::iter::once(*src).chain(dynamic(indices)).collect()
+            }
+            OpKind::StoreElement {
+                dst,
+                indices,
+                value,
+            } => std::iter::once(*dst)
+                .chain(dynamic(indices))
+                .chain(std::iter::once(*value))
+                .collect(),
+            OpKind::Unary { x, .. }
+            | OpKind::Cast { x }
+            | OpKind::Broadcast { x, .. }
+            | OpKind::Reshape { x }
+            | OpKind::Transpose { x, .. }
+            | OpKind::Reduce { x, .. } => vec![*x],
+            OpKind::Binary { lhs, rhs, .. }
+            | OpKind::Compare { lhs, rhs, .. }
+            | OpKind::Dot { lhs, rhs, .. } => {
+                vec![*lhs, *rhs]
+            }
+            OpKind::Select {
+                cond,
+                on_true,
+                on_false,
+            } => vec![*cond, *on_true, *on_false],
+            OpKind::If { cond, .. } => vec![*cond],
+            OpKind::Fori { lo, hi, init, .. } => {
+                [*lo, *hi].into_iter().chain(init.iter().copied()).collect()
+            }
+        }
+    }
+
+    pub fn regions(&self) -> Vec<&Region> {
+        match self {
+            OpKind::If {
+                then_region,
+                else_region,
+                ..
+            } => vec![then_region, else_region],
+            OpKind::Fori { body, .. } => vec![body],
+            _ => vec![],
+        }
+    }
+}

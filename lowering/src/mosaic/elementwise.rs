@@ -1,0 +1,224 @@
+//! Elementwise IR ops -> `arith` / `math`. Integer ops pick the signed or unsigned form
+//! from the IR dtype, because Mosaic's integer types are signless.
+
+use super::body::{unsupported, Lower};
+use super::error::MosaicError;
+use super::printer::V;
+use super::types::vector;
+use crate::dtype::DType;
+use crate::ir::{BinaryOp, CompareOp, Literal, Operation, UnaryOp, ValueId};
+
+impl Lower<'_> {
+    pub(crate) fn unary(
+        &mut self,
+        op: &Operation,
+        u: UnaryOp,
+        x: ValueId,
+    ) -> Result<V, MosaicError> {
+        let (dtype, shape) = self.value_type(Some(x), op)?;
+        let v = self.val(x, op)?;
+        let ty = v.ty.clone();
+        let float = dtype.is_float();
+        let math_op = |name: &str| format!("math.{name}");
+        let name = match u {
+            UnaryOp::Neg if float => "arith.negf".to_string(),
+            UnaryOp::Neg => {
+                let zero = self.constant(Literal::Int(0), dtype, &shape);
+                return Ok(self.p.op1("arith.subi", &[&zero, &v], "", ty));
+            }
+            UnaryOp::Abs if float => math_op("absf"),
+            UnaryOp::Abs => math_op("absi"),
+            UnaryOp::Not => {
+                // Bitwise not: xor with all ones (`true` for bool).
+                let ones = if dtype == DType::Bool {
+                    Literal::Bool(true)
+                } else {
+                    Literal::Int(-1)
+                };
+                let ones = self.constant(ones, dtype, &shape);
+                return Ok(self.p.op1("arith.xori", &[&v, &ones], "", ty));
+            }
+            _ if !float => return Err(unsupported(op, format!("{} of {dtype}", u.name()))),
+            UnaryOp::Logistic => {
+                // 1 / (1 + exp(-x)), the form Pallas' `jax.nn.sigmoid` lowers to.
+                let neg = self.p.op1("arith.negf", &[&v], "", ty.clone());
+                let e = self.math("math.exp", &[&neg], dtype, &shape);
+                let one = self.constant(Literal::Float(1.0), dtype, &shape);
+                let den = self.p.op1("arith.addf", &[&one, &e], "", ty.clone());
+                return Ok(self.p.op1("arith.divf", &[&one, &den], "", ty));
+            }
+            UnaryOp::Exp => math_op("exp"),
+            UnaryOp::Log => math_op("log"),
+            UnaryOp::Tanh => math_op("tanh"),
+            UnaryOp::Sqrt => math_op("sqrt"),
+            UnaryOp::Rsqrt => math_op("rsqrt"),
+            UnaryOp::Erf => math_op("erf"),
+            UnaryOp::Sin => math_op("sin"),
+            UnaryOp::Cos => math_op("cos"),
+            UnaryOp::Floor => math_op("floor"),
+            UnaryOp::Ceil => math_op("ceil"),
+        };
+        Ok(self.math(&name, &[&v], dtype, &shape))
+    }
+
+    /// `name(operands)` elementwise. TPU's scalar unit has no `math` ops (libtpu fails to
+    /// legalize e.g. a scalar `math.powf`), so on scalars they run on a 1x1 vector.
+    fn math(&mut self, name: &str, operands: &[&V], dtype: DType, shape: &[usize]) -> V {
+        if !shape.is_empty() || !name.starts_with("math.") {
+            return self.p.op1(name, operands, "", vector(dtype, shape));
+        }
+        let one = vector(dtype, &[1, 1]);
+        let lifted: Vec<V> = operands
+            .iter()
+            .map(|o| self.p.op1("vector.broadcast", &[o], "", one.clone()))
+            .collect();
+        let refs: Vec<&V> = lifted.iter().collect();
+        let r = self.p.op1(name, &refs, "", one);
+        self.extract_scalar(&r, dtype, 2)
+    }
+
+    pub(crate) fn binary(
+        &mut self,
+        op: &Operation,
+        b: BinaryOp,
+        lhs: ValueId,
+        rhs: ValueId,
+    ) -> Result<V, MosaicError> {
+        let (dtype, shape) = self.value_type(Some(lhs), op)?;
+        let (l, r) = (self.val(lhs, op)?, self.val(rhs, op)?);
+        let name = match (b, Kind::of(dtype)) {
+            (BinaryOp::Add, Kind::Float) => "arith.addf",
+            (BinaryOp::Add, _) => "arith.addi",
+            (BinaryOp::Sub, Kind::Float) => "arith.subf",
+            (BinaryOp::Sub, _) => "arith.subi",
+            (BinaryOp::Mul, Kind::Float) => "arith.mulf",
+            (BinaryOp::Mul, _) => "arith.muli",
+            (BinaryOp::Div, Kind::Float) => "arith.divf",
+            (BinaryOp::Div, Kind::Signed) => "arith.divsi",
+            (BinaryOp::Div, Kind::Unsigned | Kind::Bool) => "arith.divui",
+            (BinaryOp::Rem, Kind::Float) => "arith.remf",
+            (BinaryOp::Rem, Kind::Signed) => "arith.remsi",
+            (BinaryOp::Rem, Kind::Unsigned | Kind::Bool) => "arith.remui",
+            (BinaryOp::Max, Kind::Float) => "arith.maximumf",
+            (BinaryOp::Max, Kind::Signed) => "arith.maxsi",
+            (BinaryOp::Max, Kind::Unsigned | Kind::Bool) => "arith.maxui",
+            (BinaryOp::Min, Kind::Float) => "arith.minimumf",
+            (BinaryOp::Min, Kind::Signed) => "arith.minsi",
+            (BinaryOp::Min, Kind::Unsigned | Kind::Bool) => "arith.minui",
+            (BinaryOp::Pow, Kind::Float) => "math.powf",
+            (BinaryOp::Pow, _) => "math.ipowi",
+            (BinaryOp::And, Kind::Float) | (BinaryOp::Or, Kind::Float) => {
+                return Err(unsupported(op, format!("bitwise {} of {dtype}", b.name())))
+            }
+            (BinaryOp::And, _) => "arith.andi",
+            (BinaryOp::Or, _) => "arith.ori",
+        };
+        Ok(self.math(name, &[&l, &r], dtype, &shape))
+    }
+
+    pub(crate) fn compare(
+        &mut self,
+        op: &Operation,
+        c: CompareOp,
+        lhs: ValueId,
+        rhs: ValueId,
+    ) -> Result<V, MosaicError> {
+        let (dtype, shape) = self.value_type(Some(lhs), op)?;
+        let (l, r) = (self.val(lhs, op)?, self.val(rhs, op)?);
+        // `arith.cmpf`/`cmpi` predicate numbers (ordered float compares; `!=` is unordered, so
+        // NaN != NaN as in IEEE and JAX).
+        let (name, predicate) = match (Kind::of(dtype), c) {
+            (Kind::Float, CompareOp::Eq) => ("arith.cmpf", 1),
+            (Kind::Float, CompareOp::Gt) => ("arith.cmpf", 2),
+            (Kind::Float, CompareOp::Ge) => ("arith.cmpf", 3),
+            (Kind::Float, CompareOp::Lt) => ("arith.cmpf", 4),
+            (Kind::Float, CompareOp::Le) => ("arith.cmpf", 5),
+            (Kind::Float, CompareOp::Ne) => ("arith.cmpf", 13),
+            (_, CompareOp::Eq) => ("arith.cmpi", 0),
+            (_, CompareOp::Ne) => ("arith.cmpi", 1),
+            (Kind::Signed, CompareOp::Lt) => ("arith.cmpi", 2),
+            (Kind::Signed, CompareOp::Le) => ("arith.cmpi", 3),
+            (Kind::Signed, CompareOp::Gt) => ("arith.cmpi", 4),
+            (Kind::Signed, CompareOp::Ge) => ("arith.cmpi", 5),
+            (Kind::Unsigned | Kind::Bool, CompareOp::Lt) => ("arith.cmpi", 6),
+            (Kind::Unsigned | Kind::Bool, CompareOp::Le) => ("arith.cmpi", 7),
+            (Kind::Unsigned | Kind::Bool, CompareOp::Gt) => ("arith.cmpi", 8),
+            (Kind::Unsigned | Kind::Bool, CompareOp::Ge) => ("arith.cmpi", 9),
+        };
+        Ok(self.p.op1(
+            name,
+            &[&l, &r],
+            &format!("predicate = {predicate} : i64"),
+            vector(DType::Bool, &shape),
+        ))
+    }
+
+    pub(crate) fn cast_op(&mut self, op: &Operation, x: ValueId) -> Result<V, MosaicError> {
+        let (from, shape) = self.value_type(Some(x), op)?;
+        let (to, _) = self.value_type(op.results.first().copied(), op)?;
+        let v = self.val(x, op)?;
+        Ok(self.convert(v, from, to, &shape))
+    }
+
+    /// Converts elements from `from` to `to` (floats to ints truncate toward zero).
+    pub(crate) fn convert(&mut self, v: V, from: DType, to: DType, shape: &[usize]) -> V {
+        let ty = vector(to, shape);
+        let (kf, kt) = (Kind::of(from), Kind::of(to));
+        let name = match (kf, kt) {
+            _ if v.ty == ty => return v,
+            (_, Kind::Bool) => {
+                // Nonzero is true.
+                let zero = self.constant(Literal::Int(0), from, shape);
+                let (name, predicate) = if kf == Kind::Float {
+                    ("arith.cmpf", 13)
+                } else {
+                    ("arith.cmpi", 1)
+                };
+                return self.p.op1(
+                    name,
+                    &[&v, &zero],
+                    &format!("predicate = {predicate} : i64"),
+                    ty,
+                );
+            }
+            (Kind::Float, Kind::Float) if from.bits() == to.bits() => {
+                // bf16 <-> f16: through f32, the common wider type.
+                let wide = self.convert(v, from, DType::F32, shape);
+                return self.convert(wide, DType::F32, to, shape);
+            }
+            (Kind::Float, Kind::Float) if from.bits() < to.bits() => "arith.extf",
+            (Kind::Float, Kind::Float) => "arith.truncf",
+            (Kind::Signed, Kind::Float) => "arith.sitofp",
+            (Kind::Unsigned | Kind::Bool, Kind::Float) => "arith.uitofp",
+            (Kind::Float, Kind::Signed) => "arith.fptosi",
+            (Kind::Float, _) => "arith.fptoui",
+            (_, _) if from.bits() > to.bits() => "arith.trunci",
+            (Kind::Signed, _) => "arith.extsi",
+            (_, _) => "arith.extui",
+        };
+        self.p.op1(name, &[&v], "", ty)
+    }
+}
+
+/// How `arith` treats an element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Float,
+    Signed,
+    Unsigned,
+    Bool,
+}
+
+impl Kind {
+    pub fn of(dtype: DType) -> Kind {
+        if dtype.is_float() {
+            Kind::Float
+        } else if dtype.is_signed_int() {
+            Kind::Signed
+        } else if dtype == DType::Bool {
+            Kind::Bool
+        } else {
+            Kind::Unsigned
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Errors of the Mosaic lowering. Every variant carries the user's source location, so a
+//! TPU problem points at the kernel line, `BlockSpec::new` call or launch that caused it.
+
+use crate::dtype::DType;
+use crate::ir::Loc;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MosaicError {
+    /// An IR op (or a form of one) that has no Mosaic lowering.
+    #[error("{loc}: `{op}` is not supported on TPU: {reason}")]
+    Unsupported {
+        op: &'static str,
+        reason: String,
+        loc: Loc,
+    },
+    /// A block shape that breaks the TPU's (sublane, lane) tiling.
+    #[error("{loc}: {what}: block {block:?} of array {array:?}: on TPU the last two block dims must be multiples of ({sublanes}, 128) for {dtype} or equal the array's dims")]
+    Tiling {
+        what: String,
+        dtype: DType,
+        block: Vec<usize>,
+        array: Vec<usize>,
+        sublanes: usize,
+        loc: Loc,
+    },
+    #[error("{loc}: {what} is {dtype}: TPUs have no 64-bit types")]
+    SixtyFourBit {
+        what: String,
+        dtype: DType,
+        loc: Loc,
+    },
+    #[error("{loc}: needs {needed} bytes of VMEM ({windows} for double-buffered windows, {scratch} for scratch) but {generation} has {limit} bytes: use smaller blocks")]
+    VmemBudget {
+        needed: usize,
+        windows: usize,
+        scratch: usize,
+        limit: usize,
+        generation: &'static str,
+        loc: Loc,
+    },
+    #[error("{loc}: grid axis {axis} is a reduction axis of output `{output}` (its index map ignores it): {reason}")]
+    ReductionAxis {
+        output: String,
+        axis: usize,
+        reason: String,
+        loc: Loc,
+    },
+    #[error("unknown TPU topology `{0}` (expected e.g. v4:2x2x1, v5e:2x2, v5p:2x2x1, v6e:2x2, tpu7x:2x2x1)")]
+    UnknownTopology(String),
+    /// The StableHLO wrapper could not be built.
+    #[error("{loc}: building the tpu_custom_call wrapper: {message}")]
+    Wrapper { message: String, loc: Loc },
+}

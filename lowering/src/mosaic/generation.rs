@@ -1,0 +1,89 @@
+//! TPU generations Tessera targets and their VMEM sizes. Capacities are JAX's
+//! `pallas/mosaic/tpu_info.py` (per TensorCore); the scoped defaults are XLA's default
+//! `--xla_tpu_scoped_vmem_limit_kib` (16 MiB before v6e, 32 MiB from v6e on), the limit a
+//! kernel gets unless its `tpu_custom_call` asks for more.
+
+use super::error::MosaicError;
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TpuGeneration {
+    V4,
+    V5e,
+    V5p,
+    V6e,
+    Tpu7x,
+}
+
+const MIB: usize = 1 << 20;
+
+impl TpuGeneration {
+    pub const ALL: [TpuGeneration; 5] = [
+        TpuGeneration::V4,
+        TpuGeneration::V5e,
+        TpuGeneration::V5p,
+        TpuGeneration::V6e,
+        TpuGeneration::Tpu7x,
+    ];
+
+    /// The name as in topology strings (`v5e` of `v5e:2x2`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TpuGeneration::V4 => "v4",
+            TpuGeneration::V5e => "v5e",
+            TpuGeneration::V5p => "v5p",
+            TpuGeneration::V6e => "v6e",
+            TpuGeneration::Tpu7x => "tpu7x",
+        }
+    }
+
+    /// The generation of a PJRT topology name (`v5e:2x2`, `tpu7x:2x2x1`, or just `v6e`).
+    pub fn from_topology(topology: &str) -> Result<TpuGeneration, MosaicError> {
+        let name = topology
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        let found = match name.as_str() {
+            "v4" => TpuGeneration::V4,
+            "v5e" | "v5litepod" | "v5lite" => TpuGeneration::V5e,
+            "v5p" => TpuGeneration::V5p,
+            "v6e" | "v6lite" => TpuGeneration::V6e,
+            "tpu7x" | "v7x" => TpuGeneration::Tpu7x,
+            _ => return Err(MosaicError::UnknownTopology(topology.to_string())),
+        };
+        Ok(found)
+    }
+
+    /// Physical VMEM per TensorCore: no kernel can use more.
+    pub fn vmem_capacity_bytes(self) -> usize {
+        match self {
+            TpuGeneration::V4 => 16 * MIB,
+            TpuGeneration::V5e | TpuGeneration::V6e => 128 * MIB,
+            TpuGeneration::V5p | TpuGeneration::Tpu7x => 64 * MIB,
+        }
+    }
+
+    /// The scoped VMEM limit a kernel gets by default.
+    pub fn default_scoped_vmem_bytes(self) -> usize {
+        match self {
+            TpuGeneration::V4 | TpuGeneration::V5e | TpuGeneration::V5p => 16 * MIB,
+            TpuGeneration::V6e | TpuGeneration::Tpu7x => 32 * MIB,
+        }
+    }
+}
+
+impl FromStr for TpuGeneration {
+    type Err = MosaicError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TpuGeneration::from_topology(s)
+    }
+}
+
+impl fmt::Display for TpuGeneration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,202 @@
+//! Shape IR ops -> `vector`/`tpu`: broadcast, reshape, transpose, iota, reductions and
+//! `tpu.matmul`.
+
+use super::body::{unsupported, Lower};
+use super::elementwise::Kind;
+use super::error::MosaicError;
+use super::printer::{Flavor, V};
+use super::types::{dense_array, vector};
+use crate::dtype::DType;
+use crate::ir::{Literal, Operation, ReduceOp, ValueId};
+
+impl Lower<'_> {
+    /// `tpu.iota` makes i32; other dtypes are converted after.
+    pub(crate) fn iota(&mut self, op: &Operation, dim: usize) -> Result<V, MosaicError> {
+        let (dtype, shape) = self.value_type(op.results.first().copied(), op)?;
+        if shape.is_empty() {
+            return Err(unsupported(op, "a scalar iota".into()));
+        }
+        let attr = format!("dimensions = {}", dense_array("i32", &[dim]));
+        let v = self
+            .p
+            .op1("tpu.iota", &[], &attr, vector(DType::I32, &shape));
+        Ok(self.convert(v, DType::I32, dtype, &shape))
+    }
+
+    /// broadcast_in_dim as `vector.shape_cast` (insert the new dims as 1s) then
+    /// `vector.broadcast` (stretch 1s), which is how numpy-style broadcasting lowers.
+    pub(crate) fn broadcast(
+        &mut self,
+        op: &Operation,
+        x: ValueId,
+        dims: &[usize],
+    ) -> Result<V, MosaicError> {
+        let (dtype, from) = self.value_type(Some(x), op)?;
+        let (_, to) = self.value_type(op.results.first().copied(), op)?;
+        let v = self.val(x, op)?;
+        if from.is_empty() {
+            return Ok(if to.is_empty() {
+                v
+            } else {
+                self.p
+                    .op1("vector.broadcast", &[&v], "", vector(dtype, &to))
+            });
+        }
+        if dims.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(unsupported(
+                op,
+                format!("a broadcast that reorders dims ({dims:?}); transpose first"),
+            ));
+        }
+        let mut aligned = vec![1; to.len()];
+        for (i, &d) in dims.iter().enumerate() {
+            aligned[d] = from[i];
+        }
+        let v = self.shape_cast(v, dtype, &from, &aligned);
+        Ok(if aligned == to {
+            v
+        } else {
+            self.p
+                .op1("vector.broadcast", &[&v], "", vector(dtype, &to))
+        })
+    }
+
+    pub(crate) fn reshape(&mut self, op: &Operation, x: ValueId) -> Result<V, MosaicError> {
+        let (dtype, from) = self.value_type(Some(x), op)?;
+        let (_, to) = self.value_type(op.results.first().copied(), op)?;
+        let v = self.val(x, op)?;
+        Ok(match (from.is_empty(), to.is_empty()) {
+            (true, true) => v,
+            // One element either way: a scalar becomes a 1x..x1 vector and back.
+            (true, false) => self
+                .p
+                .op1("vector.broadcast", &[&v], "", vector(dtype, &to)),
+            (false, true) => self.extract_scalar(&v, dtype, from.len()),
+            (false, false) => self.shape_cast(v, dtype, &from, &to),
+        })
+    }
+
+    fn shape_cast(&mut self, v: V, dtype: DType, from: &[usize], to: &[usize]) -> V {
+        if from == to {
+            return v;
+        }
+        self.p
+            .op1("vector.shape_cast", &[&v], "", vector(dtype, to))
+    }
+
+    pub(crate) fn transpose(
+        &mut self,
+        op: &Operation,
+        x: ValueId,
+        perm: &[usize],
+    ) -> Result<V, MosaicError> {
+        let (dtype, _) = self.value_type(Some(x), op)?;
+        let (_, to) = self.value_type(op.results.first().copied(), op)?;
+        let v = self.val(x, op)?;
+        if perm.iter().enumerate().all(|(i, &p)| i == p) {
+            return Ok(v);
+        }
+        let attr = format!("permutation = {}", dense_array("i64", perm));
+        Ok(self
+            .p
+            .op1("vector.transpose", &[&v], &attr, vector(dtype, &to)))
+    }
+
+    /// `vector.multi_reduction` with the op's identity as accumulator. A reduction of
+    /// every dim would give a 0-D result, so, as Pallas does, a leading unit dim is added
+    /// and the single element extracted (or reshaped, for `keepdims`: the result type
+    /// says which).
+    pub(crate) fn reduce(
+        &mut self,
+        op: &Operation,
+        r: ReduceOp,
+        x: ValueId,
+        axes: &[usize],
+    ) -> Result<V, MosaicError> {
+        let (dtype, shape) = self.value_type(Some(x), op)?;
+        let (_, result) = self.value_type(op.results.first().copied(), op)?;
+        if shape.is_empty() {
+            return self.val(x, op);
+        }
+        let (kind, init) = reduction_kind(r, dtype)
+            .ok_or_else(|| unsupported(op, format!("{} of {dtype}", op.kind.name())))?;
+        let mut v = self.val(x, op)?;
+        let (mut src_shape, mut axes) = (shape.clone(), axes.to_vec());
+        if axes.len() == shape.len() {
+            src_shape.insert(0, 1);
+            v = self.shape_cast(v, dtype, &shape, &src_shape);
+            axes = (1..src_shape.len()).collect();
+        }
+        let kept: Vec<usize> = src_shape
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !axes.contains(i))
+            .map(|(_, &d)| d)
+            .collect();
+        let acc = self.constant(init, dtype, &kept);
+        let attr = format!(
+            "kind = #vector.kind<{kind}>, reduction_dims = {}",
+            dense_array("i64", &axes)
+        );
+        let reduced = self.p.op1(
+            "vector.multi_reduction",
+            &[&v, &acc],
+            &attr,
+            vector(dtype, &kept),
+        );
+        Ok(if result.is_empty() {
+            self.extract_scalar(&reduced, dtype, 1)
+        } else {
+            self.shape_cast(reduced, dtype, &kept, &result)
+        })
+    }
+
+    /// `tpu.matmul(lhs, rhs, zeros)`: f32 accumulation (the IR's dot result is f32).
+    /// Transposed operands are expressed in the dimension numbers, as Pallas does.
+    pub(crate) fn dot(
+        &mut self,
+        op: &Operation,
+        lhs: ValueId,
+        rhs: ValueId,
+        t_lhs: bool,
+        t_rhs: bool,
+    ) -> Result<V, MosaicError> {
+        let (acc_dtype, out) = self.value_type(op.results.first().copied(), op)?;
+        let (l, r) = (self.val(lhs, op)?, self.val(rhs, op)?);
+        let zeros = self.constant(Literal::Float(0.0), acc_dtype, &out);
+        let (lc, ln) = if t_lhs { (0, 1) } else { (1, 0) };
+        let (rc, rn) = if t_rhs { (1, 0) } else { (0, 1) };
+        // <lhs contracting, rhs contracting, lhs free, rhs free, output (operand, dim) pairs, batch dims>
+        let dims = format!("#tpu.dot_dimension_numbers<[{lc}], [{rc}], [{ln}], [{rn}], [0, {ln}, 1, {rn}], [], []>");
+        // Version 11 spells the transposes as two flags; deserializing upgrades them to the
+        // current `transpose_lhs_hint`, which the readable (current) form must use directly.
+        let flags = match self.p.flavor() {
+            Flavor::Serialized => "transpose_lhs = false, transpose_rhs = false",
+            Flavor::Readable => "transpose_lhs_hint = false",
+        };
+        let attr = format!("dimension_numbers = {dims}, {flags}");
+        Ok(self.p.op1(
+            "tpu.matmul",
+            &[&l, &r, &zeros],
+            &attr,
+            vector(acc_dtype, &out),
+        ))
+    }
+}
+
+/// The `vector.kind` and identity of a reduction over `dtype`.
+fn reduction_kind(r: ReduceOp, dtype: DType) -> Option<(&'static str, Literal)> {
+    let shift = 64 - dtype.bits().min(64);
+    Some(match (r, Kind::of(dtype)) {
+        (_, Kind::Bool) => return None,
+        (ReduceOp::Sum, Kind::Float) => ("add", Literal::Float(0.0)),
+        (ReduceOp::Sum, _) => ("add", Literal::Int(0)),
+        (ReduceOp::Max, Kind::Float) => ("maximumf", Literal::Float(f64::NEG_INFINITY)),
+        (ReduceOp::Min, Kind::Float) => ("minimumf", Literal::Float(f64::INFINITY)),
+        (ReduceOp::Max, Kind::Signed) => ("maxsi", Literal::Int(i64::MIN >> shift)),
+        (ReduceOp::Min, Kind::Signed) => ("minsi", Literal::Int(i64::MAX >> shift)),
+        (ReduceOp::Max, Kind::Unsigned) => ("maxui", Literal::Int(0)),
+        // All ones: the largest unsigned value, spelled as signless -1.
+        (ReduceOp::Min, Kind::Unsigned) => ("minui", Literal::Int(-1)),
+    })
+}

@@ -1,0 +1,306 @@
+//! The core of the StableHLO text builder: one `func.func public @main` under construction,
+//! with a stack of open blocks for nested regions (while/if/case/reduce bodies).
+//!
+//! Every op is printed in MLIR's generic form (`%3 = "stablehlo.add"(%1, %2) : (...) -> ...`):
+//! one printer for all ops, and the form every StableHLO parser accepts. Types are checked when
+//! an op is built (see `ops/`), so `finish` only ever returns text that should verify.
+
+use super::error::BuildError;
+use super::types::{TensorType, Value};
+use std::fmt;
+
+/// A finished StableHLO module (textual MLIR).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Module {
+    text: String,
+}
+
+impl Module {
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+    pub fn into_text(self) -> String {
+        self.text
+    }
+}
+
+impl fmt::Display for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// One open block: the function body or a region's entry block.
+struct Block {
+    scope: u32,
+    /// Values from enclosing blocks are invisible inside an isolated block (reduce bodies,
+    /// scatter combiners: their computations are scalar functions of their arguments only).
+    isolated: bool,
+    args: Vec<Value>,
+    lines: Vec<String>,
+}
+
+/// Builds the single function `@main` of a module. Ops are methods (in `ops/`), e.g.
+/// `f.add(&a, &b)?`; region ops take closures that receive this builder and the region's
+/// block arguments.
+pub struct FuncBuilder {
+    name: String,
+    args: Vec<Value>,
+    /// SSA name per value id (`%3`, `%7#1`, `%a2`).
+    names: Vec<String>,
+    /// Scope (block) id in which each value id is defined.
+    value_scope: Vec<u32>,
+    types: Vec<TensorType>,
+    blocks: Vec<Block>,
+    next_scope: u32,
+}
+
+impl Default for FuncBuilder {
+    fn default() -> Self {
+        FuncBuilder::new("main")
+    }
+}
+
+impl FuncBuilder {
+    /// A function named `name` (the runtime and PJRT expect `main` for entry points).
+    pub fn new(name: &str) -> Self {
+        FuncBuilder {
+            name: name.to_string(),
+            args: Vec::new(),
+            names: Vec::new(),
+            value_scope: Vec::new(),
+            types: Vec::new(),
+            blocks: vec![Block {
+                scope: 0,
+                isolated: false,
+                args: Vec::new(),
+                lines: Vec::new(),
+            }],
+            next_scope: 1,
+        }
+    }
+
+    /// Appends a function argument. Arguments must be added before they are used, but may be
+    /// added at any time (the signature is printed by `finish`).
+    pub fn arg(&mut self, ty: TensorType) -> Value {
+        let v = self.fresh(ty, |id| format!("%arg{id}"), 0);
+        self.args.push(v.clone());
+        v
+    }
+
+    pub fn args(&self) -> &[Value] {
+        &self.args
+    }
+
+    /// Closes the function with `results` as its return values and prints the module.
+    pub fn finish(mut self, results: &[&Value]) -> Result<Module, BuildError> {
+        self.check_visible("func.return", results)?;
+        let types: Vec<String> = results.iter().map(|v| v.ty.to_string()).collect();
+        let ret = format!(
+            "\"func.return\"({}) : ({}) -> ()",
+            self.operand_list(results),
+            types.join(", ")
+        );
+        let body = &mut self.blocks[0];
+        body.lines.push(ret);
+        let sig: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| format!("{}: {}", self.names[a.id as usize], a.ty))
+            .collect();
+        let mut text = String::from("module {\n");
+        text += &format!(
+            "  func.func public @{}({}) -> ({}) {{\n",
+            self.name,
+            sig.join(", "),
+            types.join(", ")
+        );
+        for line in &self.blocks[0].lines {
+            for l in line.lines() {
+                text += &format!("    {l}\n");
+            }
+        }
+        text += "  }\n}\n";
+        Ok(Module { text })
+    }
+
+    /// Emits one op in generic form and returns its results. `attrs` is the text inside
+    /// `{...}` (empty for none); `regions` are rendered regions from [`FuncBuilder::region`].
+    /// Callers (the typed ops) have already checked operand and result types.
+    pub(crate) fn emit(
+        &mut self,
+        op: &'static str,
+        operands: &[&Value],
+        attrs: &str,
+        regions: Vec<String>,
+        results: Vec<TensorType>,
+    ) -> Result<Vec<Value>, BuildError> {
+        self.check_visible(op, operands)?;
+        let scope = self.current_scope();
+        let mut line = String::new();
+        let values: Vec<Value> = match results.len() {
+            0 => Vec::new(),
+            1 => {
+                let v = self.fresh(results[0].clone(), |id| format!("%{id}"), scope);
+                line += &format!("{} = ", self.names[v.id as usize]);
+                vec![v]
+            }
+            n => {
+                let base = self.names.len();
+                let vs: Vec<Value> = results
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| self.fresh(t.clone(), |_| format!("%{base}#{i}"), scope))
+                    .collect();
+                line += &format!("%{base}:{n} = ");
+                vs
+            }
+        };
+        line += &format!("\"{op}\"({})", self.operand_list(operands));
+        if !regions.is_empty() {
+            line += &format!(" ({})", regions.join(", "));
+        }
+        if !attrs.is_empty() {
+            line += &format!(" {{{attrs}}}");
+        }
+        let in_types: Vec<String> = operands.iter().map(|v| v.ty.to_string()).collect();
+        let out_types: Vec<String> = results.iter().map(|t| t.to_string()).collect();
+        let out = if out_types.len() == 1 {
+            out_types[0].clone()
+        } else {
+            format!("({})", out_types.join(", "))
+        };
+        line += &format!(" : ({}) -> {out}", in_types.join(", "));
+        self.current_block().lines.push(line);
+        Ok(values)
+    }
+
+    /// Like [`FuncBuilder::emit`] for the common single-result case.
+    pub(crate) fn emit1(
+        &mut self,
+        op: &'static str,
+        operands: &[&Value],
+        attrs: &str,
+        result: TensorType,
+    ) -> Result<Value, BuildError> {
+        let mut vs = self.emit(op, operands, attrs, Vec::new(), vec![result])?;
+        Ok(vs.remove(0))
+    }
+
+    /// Builds one region with a single block whose arguments have `arg_types`; `body` builds
+    /// its ops and returns the values it yields (printed as `stablehlo.return`). Returns the
+    /// rendered region and the yielded types. The block is closed even when `body` fails, so
+    /// the builder stays usable after an error.
+    pub(crate) fn region<E: From<BuildError>>(
+        &mut self,
+        op: &'static str,
+        arg_types: &[TensorType],
+        isolated: bool,
+        body: impl FnOnce(&mut Self, &[Value]) -> Result<Vec<Value>, E>,
+    ) -> Result<(String, Vec<TensorType>), E> {
+        let scope = self.next_scope;
+        self.next_scope += 1;
+        let args: Vec<Value> = arg_types
+            .iter()
+            .map(|t| self.fresh(t.clone(), |id| format!("%a{id}"), scope))
+            .collect();
+        self.blocks.push(Block {
+            scope,
+            isolated,
+            args: args.clone(),
+            lines: Vec::new(),
+        });
+        let yielded = body(self, &args).and_then(|ys| {
+            let refs: Vec<&Value> = ys.iter().collect();
+            self.check_visible(op, &refs)?;
+            let types: Vec<String> = ys.iter().map(|v| v.ty.to_string()).collect();
+            let ret = format!(
+                "\"stablehlo.return\"({}) : ({}) -> ()",
+                self.operand_list(&refs),
+                types.join(", ")
+            );
+            self.current_block().lines.push(ret);
+            Ok(ys)
+        });
+        let block = self
+            .blocks
+            .pop()
+            .expect("region pushed a block above the function body");
+        let yielded = yielded?;
+        let mut text = String::from("{\n");
+        if !block.args.is_empty() {
+            let sig: Vec<String> = block
+                .args
+                .iter()
+                .map(|a| format!("{}: {}", self.names[a.id as usize], a.ty))
+                .collect();
+            text += &format!("^bb0({}):\n", sig.join(", "));
+        }
+        for line in &block.lines {
+            for l in line.lines() {
+                text += &format!("  {l}\n");
+            }
+        }
+        text += "}";
+        Ok((text, yielded.into_iter().map(|v| v.ty).collect()))
+    }
+
+    /// Errors unless every value is defined in the current block or a visible enclosing one.
+    pub(crate) fn check_visible(
+        &self,
+        op: &'static str,
+        values: &[&Value],
+    ) -> Result<(), BuildError> {
+        for v in values {
+            if !self.is_visible(v) {
+                return Err(BuildError::NotVisible { op, id: v.id });
+            }
+        }
+        Ok(())
+    }
+
+    fn is_visible(&self, v: &Value) -> bool {
+        let Some(&scope) = self.value_scope.get(v.id as usize) else {
+            return false;
+        };
+        // A value of another builder may share an id; a different type gives it away.
+        if self.types[v.id as usize] != v.ty {
+            return false;
+        }
+        for b in self.blocks.iter().rev() {
+            if b.scope == scope {
+                return true;
+            }
+            if b.isolated {
+                return false;
+            }
+        }
+        false
+    }
+
+    fn fresh(&mut self, ty: TensorType, name: impl FnOnce(usize) -> String, scope: u32) -> Value {
+        let id = self.names.len();
+        self.names.push(name(id));
+        self.value_scope.push(scope);
+        self.types.push(ty.clone());
+        Value { id: id as u32, ty }
+    }
+
+    fn operand_list(&self, values: &[&Value]) -> String {
+        values
+            .iter()
+            .map(|v| self.names[v.id as usize].as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn current_scope(&self) -> u32 {
+        self.blocks.last().map_or(0, |b| b.scope)
+    }
+
+    fn current_block(&mut self) -> &mut Block {
+        self.blocks
+            .last_mut()
+            .expect("the function body block is never popped")
+    }
+}

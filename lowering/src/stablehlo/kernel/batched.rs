@@ -1,0 +1,379 @@
+//! The batched form: all steps of the parallel grid axes at once, as `vmap` over the grid.
+//! Each operand array is reshaped and transposed into `grid axes it uses ++ block` (one block
+//! per grid step, in front), the body runs on these batched blocks (see `body.rs`), and
+//! outputs are transposed back. `arbitrary` axes, if any, stay a `while` loop (in the TPU's
+//! order) around the batched body; outputs and scratch are carried through it, one block
+//! per parallel grid point.
+//!
+//! Legal when every step's blocks are a fixed re-layout of the arrays and parallel steps
+//! cannot observe each other (checked by [`check_layout`]):
+//! - every index-map result is a grid index itself (distinct grid axes within one operand,
+//!   array dim = grid extent * block dim) or a constant block index;
+//! - every output uses every parallel grid axis of extent > 1 (each output block is written
+//!   by one parallel point) and has constant index 0 only on dims its block covers whole;
+//!
+//! and when the body has no per-step control flow along parallel axes: `if` conditions,
+//! `fori` bounds and dynamic slice offsets must not depend on parallel `program_id`s or on
+//! block contents (the body translator reports these as it meets them). `program_id` of a
+//! parallel axis is an iota over that axis; of a looped axis, the loop's index.
+//!
+//! Scratch is per parallel point here but shared by all steps in the grid loop: the forms
+//! agree for kernels that keep the promise `parallel` makes (Pallas': steps of a parallel
+//! axis may run on different cores, each with its own scratch), i.e. that do not carry
+//! scratch contents from one parallel point to the next, as the accumulator pattern
+//! (`if program_id(k) == 0 { acc = 0 }`) does not. The result is then the grid loop's: each
+//! step's ops run on the same block values, only many steps side by side.
+
+use super::body::BodyEmitter;
+use super::error::EmitError;
+use super::grid_loop::grid_indices;
+use super::plan::{Operand, Plan};
+use crate::dtype::DType;
+use crate::ir::{Literal, OpKind, Operation, ValueId};
+use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
+
+/// How one dim of an operand's block moves across the grid.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum DimMap {
+    /// Block index = grid index along this axis.
+    Axis(usize),
+    /// Block index fixed for every step.
+    Const(usize),
+}
+
+/// `Ok` when the launch's layout allows the batched form, else the reason it does not.
+fn check_layout(plan: &Plan) -> Result<(), String> {
+    for (k, o) in plan.inputs.iter().enumerate() {
+        dim_maps(plan, o).map_err(|e| format!("input #{k}: {e}"))?;
+    }
+    for (k, o) in plan.outputs.iter().enumerate() {
+        let maps = dim_maps(plan, o).map_err(|e| format!("output #{k}: {e}"))?;
+        for a in (0..plan.grid.len()).filter(|&a| plan.parallel[a]) {
+            if !maps.contains(&DimMap::Axis(a)) && plan.grid[a] > 1 {
+                return Err(format!(
+                    "output #{k}: its index map ignores grid axis {a}, so steps revisit its blocks"
+                ));
+            }
+        }
+        for (j, m) in maps.iter().enumerate() {
+            if matches!(m, DimMap::Const(_)) && o.block[j] != o.array[j] {
+                return Err(format!("output #{k}: dim {j} has a constant block index but its block does not cover the array"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads an index map as one [`DimMap`] per array dim, or says why it is not that simple.
+fn dim_maps(plan: &Plan, o: &Operand) -> Result<Vec<DimMap>, String> {
+    let map = o.index_map;
+    let defining = |v| {
+        map.body
+            .ops
+            .iter()
+            .find(|op: &&Operation| op.results.contains(&v))
+    };
+    let mut out = Vec::new();
+    for (j, &r) in map.results().iter().enumerate() {
+        let m = if let Some(a) = map.params().iter().position(|&p| p == r) {
+            DimMap::Axis(a)
+        } else {
+            match defining(r).map(|op| &op.kind) {
+                Some(OpKind::Constant {
+                    value: Literal::Int(c),
+                }) if *c >= 0 => DimMap::Const(*c as usize),
+                _ => {
+                    return Err(format!(
+                        "block index {j} is neither a grid index nor a constant"
+                    ))
+                }
+            }
+        };
+        match m {
+            DimMap::Axis(a) if out.contains(&m) => {
+                return Err(format!("grid axis {a} indexes two dims"))
+            }
+            DimMap::Axis(a) if plan.grid[a] * o.block[j] != o.array[j] => {
+                return Err(format!(
+                    "dim {j}: grid extent {} x block {} != array {}",
+                    plan.grid[a], o.block[j], o.array[j]
+                ))
+            }
+            DimMap::Const(c) if (c + 1) * o.block[j] > o.array[j] => {
+                return Err(format!("dim {j}: constant block {c} is out of bounds"))
+            }
+            _ => {}
+        }
+        out.push(m);
+    }
+    Ok(out)
+}
+
+pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
+    check_layout(plan).map_err(|reason| EmitError::NotBatchable {
+        kernel: plan.name.to_string(),
+        reason,
+    })?;
+    let grid = plan.grid.clone();
+    let par: Vec<usize> = (0..grid.len()).filter(|&a| plan.parallel[a]).collect();
+    let seq: Vec<usize> = (0..grid.len()).filter(|&a| !plan.parallel[a]).collect();
+    let extents = |axes: &[usize]| axes.iter().map(|&a| grid[a]).collect::<Vec<_>>();
+    let mut f = FuncBuilder::new("main");
+    let args: Vec<Value> = plan
+        .inputs
+        .iter()
+        .map(|o| f.arg(TensorType::new(o.array.clone(), o.dtype)))
+        .collect();
+    // Inputs are re-laid out once, before any loop.
+    let mut inputs = Vec::new();
+    for (o, x) in plan.inputs.iter().zip(&args) {
+        let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
+        let (blocks, axes) = to_blocks(&mut f, &grid, o, &maps, x)?;
+        inputs.push((o.param, blocks, axes));
+    }
+    // Outputs are carried as `parallel axes ++ sequential axes they use ++ block`, scratch as
+    // `parallel axes ++ shape`: one per parallel grid point.
+    let mut layouts = Vec::new();
+    let mut init = Vec::new();
+    for o in &plan.outputs {
+        let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
+        let layout: Vec<usize> = par
+            .iter()
+            .copied()
+            .chain(
+                seq.iter()
+                    .copied()
+                    .filter(|a| maps.contains(&DimMap::Axis(*a))),
+            )
+            .collect();
+        init.push(f.zeros(TensorType::new(
+            [extents(&layout), o.block.clone()].concat(),
+            o.dtype,
+        ))?);
+        layouts.push(layout);
+    }
+    for s in &plan.scratch {
+        init.push(f.zeros(TensorType::new(
+            [extents(&par), s.shape.clone()].concat(),
+            s.dtype,
+        ))?);
+    }
+    let ctx = Step {
+        plan,
+        par: &par,
+        inputs: &inputs,
+        layouts: &layouts,
+    };
+    let carried = if seq.is_empty() {
+        ctx.run(&mut f, &[], &init)?
+    } else {
+        let lo = f.scalar(DType::I32, 0.0)?;
+        let hi = f.scalar(DType::I32, extents(&seq).iter().product::<usize>() as f64)?;
+        let refs: Vec<&Value> = init.iter().collect();
+        f.fori_loop(&lo, &hi, &refs, |f, s, c| {
+            let idx = grid_indices(f, s, &extents(&seq))?;
+            let looped: Vec<(usize, Value)> = seq.iter().copied().zip(idx).collect();
+            ctx.run(f, &looped, c)
+        })?
+    };
+    let mut outs = Vec::new();
+    for ((o, blocks), layout) in plan.outputs.iter().zip(&carried).zip(&layouts) {
+        let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
+        outs.push(from_blocks(&mut f, o, &maps, blocks, layout)?);
+    }
+    let refs: Vec<&Value> = outs.iter().collect();
+    Ok(f.finish(&refs)?)
+}
+
+/// What every step of the sequential axes needs.
+struct Step<'p, 'a> {
+    plan: &'p Plan<'a>,
+    par: &'p [usize],
+    /// Per input: its ref param, its blocks and the grid axes their leading dims stand for.
+    inputs: &'p [(ValueId, Value, Vec<usize>)],
+    /// Per output: the grid axes its carried blocks' leading dims stand for.
+    layouts: &'p [Vec<usize>],
+}
+
+impl Step<'_, '_> {
+    /// The body at sequential index `looped` for all parallel points: next outputs, scratch.
+    fn run(
+        &self,
+        f: &mut FuncBuilder,
+        looped: &[(usize, Value)],
+        carried: &[Value],
+    ) -> Result<Vec<Value>, EmitError> {
+        let plan = self.plan;
+        let mut body =
+            BodyEmitter::batched(plan.body, plan.grid.clone(), self.par.to_vec(), looped);
+        for (param, blocks, axes) in self.inputs {
+            let (v, rest) = at_step(f, blocks, axes, looped)?;
+            body.set_ref(*param, v, rest);
+        }
+        let (outs, scratch) = carried.split_at(plan.outputs.len());
+        for ((o, c), layout) in plan.outputs.iter().zip(outs).zip(self.layouts) {
+            let (v, rest) = at_step(f, c, layout, looped)?;
+            body.set_ref(o.param, v, rest);
+        }
+        for (s, c) in plan.scratch.iter().zip(scratch) {
+            body.set_ref(s.param, c.clone(), self.par.to_vec());
+        }
+        body.emit_ops(f, &plan.body.body.ops)?;
+        let mut next = Vec::new();
+        for ((o, c), layout) in plan.outputs.iter().zip(outs).zip(self.layouts) {
+            let v = body.ref_contents(f, o.param)?;
+            next.push(if layout.len() == self.par.len() {
+                v
+            } else {
+                write_at_step(f, c, &v, layout, looped)?
+            });
+        }
+        for s in &plan.scratch {
+            next.push(body.ref_contents(f, s.param)?);
+        }
+        Ok(next)
+    }
+}
+
+/// `blocks` (leading dims standing for `axes`) at this step's index of the looped axes: those
+/// dims are sliced to one and dropped. Returns the value and the axes it still carries.
+fn at_step(
+    f: &mut FuncBuilder,
+    blocks: &Value,
+    axes: &[usize],
+    looped: &[(usize, Value)],
+) -> Result<(Value, Vec<usize>), EmitError> {
+    let index = |a: &usize| looped.iter().find(|(x, _)| x == a).map(|(_, v)| v.clone());
+    if !axes.iter().any(|a| index(a).is_some()) {
+        return Ok((blocks.clone(), axes.to_vec()));
+    }
+    let zero = f.scalar(DType::I32, 0.0)?;
+    let (mut starts, mut sizes, mut kept, mut rest) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (d, &n) in blocks.shape().iter().enumerate() {
+        match axes.get(d).and_then(index) {
+            Some(i) => {
+                starts.push(i);
+                sizes.push(1);
+            }
+            None => {
+                starts.push(zero.clone());
+                sizes.push(n);
+                kept.push(n);
+                rest.extend(axes.get(d).copied());
+            }
+        }
+    }
+    let refs: Vec<&Value> = starts.iter().collect();
+    let window = f.dynamic_slice(blocks, &refs, &sizes)?;
+    Ok((f.reshape(&window, &kept)?, rest))
+}
+
+/// `carried` with this step's blocks `v` (leading dims: the parallel axes) written at the
+/// looped axes' indices.
+fn write_at_step(
+    f: &mut FuncBuilder,
+    carried: &Value,
+    v: &Value,
+    layout: &[usize],
+    looped: &[(usize, Value)],
+) -> Result<Value, EmitError> {
+    let zero = f.scalar(DType::I32, 0.0)?;
+    let mut shape = Vec::new();
+    let mut starts = Vec::new();
+    let mut own = v.shape().iter();
+    for (d, &n) in carried.shape().iter().enumerate() {
+        match layout
+            .get(d)
+            .and_then(|a| looped.iter().find(|(x, _)| x == a))
+        {
+            Some((_, i)) => {
+                shape.push(1);
+                starts.push(i.clone());
+            }
+            None => {
+                shape.push(own.next().copied().unwrap_or(n));
+                starts.push(zero.clone());
+            }
+        }
+    }
+    let update = f.reshape(v, &shape)?;
+    let refs: Vec<&Value> = starts.iter().collect();
+    Ok(f.dynamic_update_slice(carried, &update, &refs)?)
+}
+
+/// `array` -> `used grid axes ++ block`: slice constant blocks, split grid-mapped dims into
+/// (grid, block) and move the grid parts to the front, in axis order. Returns the used axes
+/// (the blocks are the same along the others, so they are not materialized).
+fn to_blocks(
+    f: &mut FuncBuilder,
+    grid: &[usize],
+    o: &Operand,
+    maps: &[DimMap],
+    x: &Value,
+) -> Result<(Value, Vec<usize>), EmitError> {
+    let r = o.array.len();
+    let lo: Vec<usize> = maps
+        .iter()
+        .zip(&o.block)
+        .map(|(m, b)| if let DimMap::Const(c) = m { c * b } else { 0 })
+        .collect();
+    let hi: Vec<usize> = (0..r)
+        .map(|j| {
+            if let DimMap::Const(_) = maps[j] {
+                lo[j] + o.block[j]
+            } else {
+                o.array[j]
+            }
+        })
+        .collect();
+    let x = if lo.iter().all(|&l| l == 0) && hi == o.array {
+        x.clone()
+    } else {
+        f.slice(x, &lo, &hi, &vec![1; r])?
+    };
+    // Split: each Axis(a) dim becomes (grid[a], block[j]).
+    let mut split = Vec::new();
+    let mut grid_pos = vec![None; grid.len()];
+    let mut block_pos = Vec::with_capacity(r);
+    for (j, m) in maps.iter().enumerate() {
+        if let DimMap::Axis(a) = m {
+            grid_pos[*a] = Some(split.len());
+            split.push(grid[*a]);
+        }
+        block_pos.push(split.len());
+        split.push(o.block[j]);
+    }
+    let x = f.reshape(&x, &split)?;
+    let used: Vec<usize> = (0..grid.len()).filter(|&a| grid_pos[a].is_some()).collect();
+    let perm: Vec<usize> = used
+        .iter()
+        .filter_map(|&a| grid_pos[a])
+        .chain(block_pos.iter().copied())
+        .collect();
+    Ok((f.transpose(&x, &perm)?, used))
+}
+
+/// `layout axes ++ block` -> `array`: the inverse of [`to_blocks`] for outputs (whose
+/// constant-index dims are whole; axes of `layout` the map ignores have extent 1).
+fn from_blocks(
+    f: &mut FuncBuilder,
+    o: &Operand,
+    maps: &[DimMap],
+    blocks: &Value,
+    layout: &[usize],
+) -> Result<Value, EmitError> {
+    let nb = layout.len();
+    let mut order = Vec::new();
+    for (j, m) in maps.iter().enumerate() {
+        if let DimMap::Axis(a) = m {
+            order.extend(layout.iter().position(|x| x == a));
+        }
+        order.push(nb + j);
+    }
+    order.extend((0..nb).filter(|d| !order.contains(d)).collect::<Vec<_>>());
+    // Result dim i of a transpose is operand dim order[i]: the (grid, block) pairs in array
+    // order, then the extent-1 leftovers, which the reshape drops.
+    let t = f.transpose(blocks, &order)?;
+    Ok(f.reshape(&t, &o.array)?)
+}

@@ -1,0 +1,131 @@
+//! The general form: the grid as one `stablehlo.while` over a linearized step counter, in
+//! lexicographic order with the last axis fastest (the TPU's order). Each step reads its
+//! blocks with `dynamic_slice` at `index_map(grid index) * block`, runs the body, and writes
+//! output blocks back with `dynamic_update_slice`. Outputs (zero-initialized) and scratch are
+//! loop-carried, so scratch persists across steps and a revisited output block (the
+//! accumulator pattern) sees what the previous step wrote.
+
+use super::body::BodyEmitter;
+use super::error::EmitError;
+use super::plan::{Operand, Plan};
+use crate::dtype::DType;
+use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
+
+pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
+    let mut f = FuncBuilder::new("main");
+    let args: Vec<Value> = plan
+        .inputs
+        .iter()
+        .map(|o| f.arg(TensorType::new(o.array.clone(), o.dtype)))
+        .collect();
+    let mut init = Vec::new();
+    for o in &plan.outputs {
+        init.push(f.zeros(TensorType::new(o.array.clone(), o.dtype))?);
+    }
+    for s in &plan.scratch {
+        init.push(f.zeros(TensorType::new(s.shape.clone(), s.dtype))?);
+    }
+    let steps: usize = plan.grid.iter().product();
+    let lo = f.scalar(DType::I32, 0.0)?;
+    let hi = f.scalar(DType::I32, steps as f64)?;
+    let init_refs: Vec<&Value> = init.iter().collect();
+    let carried = f.fori_loop(&lo, &hi, &init_refs, |f, step, carried| {
+        step_body(plan, f, &args, step, carried)
+    })?;
+    let outs: Vec<&Value> = carried[..plan.outputs.len()].iter().collect();
+    Ok(f.finish(&outs)?)
+}
+
+/// One grid step: returns the next outputs and scratch contents.
+fn step_body(
+    plan: &Plan,
+    f: &mut FuncBuilder,
+    args: &[Value],
+    step: &Value,
+    carried: &[Value],
+) -> Result<Vec<Value>, EmitError> {
+    let idx = grid_indices(f, step, &plan.grid)?;
+    let mut body = BodyEmitter::step(plan.body, plan.grid.clone(), idx.clone());
+    for (o, x) in plan.inputs.iter().zip(args) {
+        let block = read_block(plan, f, o, x, &idx)?;
+        body.set_ref(o.param, block.0, Vec::new());
+    }
+    let (outs, scratch) = carried.split_at(plan.outputs.len());
+    let mut offsets = Vec::new();
+    for (o, x) in plan.outputs.iter().zip(outs) {
+        let (block, off) = read_block(plan, f, o, x, &idx)?;
+        body.set_ref(o.param, block, Vec::new());
+        offsets.push(off);
+    }
+    for (s, v) in plan.scratch.iter().zip(scratch) {
+        body.set_ref(s.param, v.clone(), Vec::new());
+    }
+    body.emit_ops(f, &plan.body.body.ops)?;
+    let mut next = Vec::new();
+    for ((o, x), off) in plan.outputs.iter().zip(outs).zip(&offsets) {
+        let block = body.ref_contents(f, o.param)?;
+        next.push(match off {
+            None => block,
+            Some(off) => {
+                let refs: Vec<&Value> = off.iter().collect();
+                f.dynamic_update_slice(x, &block, &refs)?
+            }
+        });
+    }
+    for s in &plan.scratch {
+        next.push(body.ref_contents(f, s.param)?);
+    }
+    Ok(next)
+}
+
+/// The block of `x` this step sees, and its element offsets (`None` for a whole-array block).
+fn read_block(
+    plan: &Plan,
+    f: &mut FuncBuilder,
+    o: &Operand,
+    x: &Value,
+    idx: &[Value],
+) -> Result<(Value, Option<Vec<Value>>), EmitError> {
+    if o.whole() {
+        return Ok((x.clone(), None));
+    }
+    let mut map = BodyEmitter::step(o.index_map, plan.grid.clone(), Vec::new());
+    for (p, i) in o.index_map.params().iter().zip(idx) {
+        map.bind(*p, i.clone());
+    }
+    map.emit_ops(f, &o.index_map.body.ops)?;
+    let mut offsets = Vec::new();
+    for (r, &b) in o.index_map.results().iter().zip(&o.block) {
+        let block_index = map.value(*r)?;
+        let size = f.scalar(DType::I32, b as f64)?;
+        offsets.push(f.mul(&block_index, &size)?);
+    }
+    let refs: Vec<&Value> = offsets.iter().collect();
+    let block = f.dynamic_slice(x, &refs, &o.block)?;
+    Ok((block, Some(offsets)))
+}
+
+/// Grid indices of linear step `s`: `i_a = (s / prod(grid[a+1..])) % grid[a]`.
+pub(super) fn grid_indices(
+    f: &mut FuncBuilder,
+    step: &Value,
+    grid: &[usize],
+) -> Result<Vec<Value>, EmitError> {
+    let mut out = Vec::with_capacity(grid.len());
+    let mut stride = 1usize;
+    for (a, &g) in grid.iter().enumerate().rev() {
+        let mut i = step.clone();
+        if stride != 1 {
+            let s = f.scalar(DType::I32, stride as f64)?;
+            i = f.div(&i, &s)?;
+        }
+        if a != 0 {
+            let n = f.scalar(DType::I32, g as f64)?;
+            i = f.binary(crate::stablehlo::BinaryOp::Remainder, &i, &n)?;
+        }
+        out.push(i);
+        stride *= g;
+    }
+    out.reverse();
+    Ok(out)
+}

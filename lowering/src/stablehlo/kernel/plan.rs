@@ -1,0 +1,125 @@
+//! The emitter's view of a launch: what both forms need, checked once up front so the forms
+//! themselves only translate.
+
+use super::error::EmitError;
+use crate::dtype::DType;
+use crate::ir::{self, Func, Type, ValueId};
+
+/// One blocked operand (input or output).
+pub(super) struct Operand<'a> {
+    /// The body's ref param that sees this operand's block.
+    pub param: ValueId,
+    pub array: Vec<usize>,
+    pub dtype: DType,
+    pub block: Vec<usize>,
+    /// Grid indices -> block indices (element offset = block index * block size).
+    pub index_map: &'a Func,
+}
+
+impl Operand<'_> {
+    /// A block covering the whole array: read and written without slicing (its index map can
+    /// only yield 0s, and StableHLO's clamping would make any other start 0 as well).
+    pub fn whole(&self) -> bool {
+        self.block == self.array
+    }
+}
+
+pub(super) struct Scratch {
+    pub param: ValueId,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+}
+
+pub(super) struct Plan<'a> {
+    pub name: &'a str,
+    pub body: &'a Func,
+    pub grid: Vec<usize>,
+    pub inputs: Vec<Operand<'a>>,
+    pub outputs: Vec<Operand<'a>>,
+    pub scratch: Vec<Scratch>,
+    /// Per grid axis: true when `parallel`, false when `arbitrary`.
+    pub parallel: Vec<bool>,
+}
+
+impl Plan<'_> {
+    pub fn launch_error(&self, message: String) -> EmitError {
+        EmitError::Launch {
+            kernel: self.name.to_string(),
+            message,
+        }
+    }
+
+    /// Verifies the IR and that the launch fits the body: each operand's ref param has the
+    /// block's shape and dtype, each index map takes the grid and yields one index per dim.
+    pub fn check(&self) -> Result<(), EmitError> {
+        ir::verify(self.body)?;
+        if self.parallel.len() != self.grid.len() {
+            return Err(self.launch_error(format!(
+                "{} dimension semantics for a rank-{} grid",
+                self.parallel.len(),
+                self.grid.len()
+            )));
+        }
+        let steps = self
+            .grid
+            .iter()
+            .try_fold(1usize, |acc, &g| acc.checked_mul(g));
+        if steps.is_none_or(|s| s > i32::MAX as usize) {
+            return Err(self.launch_error(format!(
+                "grid {:?} has more steps than an i32 counts",
+                self.grid
+            )));
+        }
+        let roles = self
+            .inputs
+            .iter()
+            .map(|o| ("input", o))
+            .chain(self.outputs.iter().map(|o| ("output", o)));
+        for (k, (role, o)) in roles.enumerate() {
+            ir::verify(o.index_map)?;
+            let map = o.index_map;
+            if map.params().len() != self.grid.len() {
+                return Err(self.launch_error(format!(
+                    "{role} #{k}: index map takes {} grid indices, the grid has {}",
+                    map.params().len(),
+                    self.grid.len()
+                )));
+            }
+            let all_index = map
+                .param_types()
+                .iter()
+                .chain(&map.result_types())
+                .all(Type::is_index);
+            if map.results().len() != o.array.len() || !all_index {
+                return Err(self.launch_error(format!(
+                    "{role} #{k}: index map must yield {} i32 block indices",
+                    o.array.len()
+                )));
+            }
+            if o.block.len() != o.array.len() || o.block.iter().zip(&o.array).any(|(b, a)| b > a) {
+                return Err(self.launch_error(format!(
+                    "{role} #{k}: block {:?} does not fit array {:?}",
+                    o.block, o.array
+                )));
+            }
+            self.check_ref(o.param, &o.block, o.dtype)?;
+        }
+        for s in &self.scratch {
+            self.check_ref(s.param, &s.shape, s.dtype)?;
+        }
+        Ok(())
+    }
+
+    fn check_ref(&self, param: ValueId, shape: &[usize], dtype: DType) -> Result<(), EmitError> {
+        let is_param = self.body.params().contains(&param);
+        let t = self.body.values.get(param.0 as usize);
+        match t {
+            Some(Type::Ref {
+                dtype: d, shape: s, ..
+            }) if is_param && *d == dtype && s == shape => Ok(()),
+            _ => Err(self.launch_error(format!(
+                "body param {param} should be a ref of {shape:?} {dtype}, is {t:?}"
+            ))),
+        }
+    }
+}

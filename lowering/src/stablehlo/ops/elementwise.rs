@@ -1,0 +1,368 @@
+//! Elementwise ops: unary math, binary arithmetic/logic, compare, select, clamp, convert.
+
+use super::super::builder::FuncBuilder;
+use super::super::error::BuildError;
+use super::super::types::Value;
+use crate::dtype::DType;
+
+/// What element types an op accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Accepts {
+    Float,
+    /// Floats and signed integers (abs, negate, sign).
+    Signed,
+    /// Floats and integers, not bool (arithmetic).
+    Numeric,
+    /// Integers and bool (bitwise logic).
+    IntOrBool,
+    /// Integers only (shifts, popcnt).
+    Int,
+}
+
+impl Accepts {
+    fn check(self, op: &'static str, d: DType) -> Result<(), BuildError> {
+        let (ok, expected) = match self {
+            Accepts::Float => (d.is_float(), "a float type"),
+            Accepts::Signed => (
+                d.is_float() || d.is_signed_int(),
+                "a float or signed integer type",
+            ),
+            Accepts::Numeric => (d != DType::Bool, "a numeric type (not bool)"),
+            Accepts::IntOrBool => (!d.is_float(), "an integer or bool type"),
+            Accepts::Int => (d.is_int(), "an integer type"),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(BuildError::UnsupportedDType {
+                op,
+                dtype: d,
+                expected,
+            })
+        }
+    }
+}
+
+/// Unary elementwise ops. `Erf`..`Atanh` are CHLO ops, which XLA decomposes when it compiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Abs,
+    Negate,
+    Sign,
+    Exponential,
+    ExponentialMinusOne,
+    Log,
+    LogPlusOne,
+    Logistic,
+    Tanh,
+    Sqrt,
+    Rsqrt,
+    Cbrt,
+    Sine,
+    Cosine,
+    Tan,
+    Floor,
+    Ceil,
+    RoundNearestEven,
+    RoundNearestAfz,
+    Not,
+    PopulationCount,
+    Erf,
+    ErfInv,
+    Lgamma,
+    Digamma,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+}
+
+impl UnaryOp {
+    pub fn op_name(self) -> &'static str {
+        use UnaryOp::*;
+        match self {
+            Abs => "stablehlo.abs",
+            Negate => "stablehlo.negate",
+            Sign => "stablehlo.sign",
+            Exponential => "stablehlo.exponential",
+            ExponentialMinusOne => "stablehlo.exponential_minus_one",
+            Log => "stablehlo.log",
+            LogPlusOne => "stablehlo.log_plus_one",
+            Logistic => "stablehlo.logistic",
+            Tanh => "stablehlo.tanh",
+            Sqrt => "stablehlo.sqrt",
+            Rsqrt => "stablehlo.rsqrt",
+            Cbrt => "stablehlo.cbrt",
+            Sine => "stablehlo.sine",
+            Cosine => "stablehlo.cosine",
+            Tan => "stablehlo.tan",
+            Floor => "stablehlo.floor",
+            Ceil => "stablehlo.ceil",
+            RoundNearestEven => "stablehlo.round_nearest_even",
+            RoundNearestAfz => "stablehlo.round_nearest_afz",
+            Not => "stablehlo.not",
+            PopulationCount => "stablehlo.popcnt",
+            Erf => "chlo.erf",
+            ErfInv => "chlo.erf_inv",
+            Lgamma => "chlo.lgamma",
+            Digamma => "chlo.digamma",
+            Asin => "chlo.asin",
+            Acos => "chlo.acos",
+            Atan => "chlo.atan",
+            Sinh => "chlo.sinh",
+            Cosh => "chlo.cosh",
+            Asinh => "chlo.asinh",
+            Acosh => "chlo.acosh",
+            Atanh => "chlo.atanh",
+        }
+    }
+
+    fn accepts(self) -> Accepts {
+        use UnaryOp::*;
+        match self {
+            Abs | Negate | Sign => Accepts::Signed,
+            Not => Accepts::IntOrBool,
+            PopulationCount => Accepts::Int,
+            _ => Accepts::Float,
+        }
+    }
+}
+
+/// Binary elementwise ops on two operands of the same type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Remainder,
+    Power,
+    Maximum,
+    Minimum,
+    Atan2,
+    And,
+    Or,
+    Xor,
+    ShiftLeft,
+    ShiftRightArithmetic,
+    ShiftRightLogical,
+}
+
+impl BinaryOp {
+    pub fn op_name(self) -> &'static str {
+        use BinaryOp::*;
+        match self {
+            Add => "stablehlo.add",
+            Subtract => "stablehlo.subtract",
+            Multiply => "stablehlo.multiply",
+            Divide => "stablehlo.divide",
+            Remainder => "stablehlo.remainder",
+            Power => "stablehlo.power",
+            Maximum => "stablehlo.maximum",
+            Minimum => "stablehlo.minimum",
+            Atan2 => "stablehlo.atan2",
+            And => "stablehlo.and",
+            Or => "stablehlo.or",
+            Xor => "stablehlo.xor",
+            ShiftLeft => "stablehlo.shift_left",
+            ShiftRightArithmetic => "stablehlo.shift_right_arithmetic",
+            ShiftRightLogical => "stablehlo.shift_right_logical",
+        }
+    }
+
+    fn accepts(self) -> Option<Accepts> {
+        use BinaryOp::*;
+        match self {
+            // add/multiply/max/min on i1 are or/and/or/and in StableHLO: legal, so no check.
+            Add | Multiply | Maximum | Minimum => None,
+            Subtract | Divide | Remainder | Power => Some(Accepts::Numeric),
+            Atan2 => Some(Accepts::Float),
+            And | Or | Xor => Some(Accepts::IntOrBool),
+            ShiftLeft | ShiftRightArithmetic | ShiftRightLogical => Some(Accepts::Int),
+        }
+    }
+}
+
+/// `comparison_direction` of `stablehlo.compare`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Comparison {
+    fn keyword(self) -> &'static str {
+        match self {
+            Comparison::Eq => "EQ",
+            Comparison::Ne => "NE",
+            Comparison::Lt => "LT",
+            Comparison::Le => "LE",
+            Comparison::Gt => "GT",
+            Comparison::Ge => "GE",
+        }
+    }
+}
+
+impl FuncBuilder {
+    pub fn unary(&mut self, op: UnaryOp, x: &Value) -> Result<Value, BuildError> {
+        op.accepts().check(op.op_name(), x.dtype())?;
+        self.emit1(op.op_name(), &[x], "", x.ty.clone())
+    }
+
+    /// `is_finite(x)`: i1 of x's shape.
+    pub fn is_finite(&mut self, x: &Value) -> Result<Value, BuildError> {
+        Accepts::Float.check("stablehlo.is_finite", x.dtype())?;
+        self.emit1(
+            "stablehlo.is_finite",
+            &[x],
+            "",
+            x.ty.with_dtype(DType::Bool),
+        )
+    }
+
+    /// A binary op on operands of identical type (use [`FuncBuilder::broadcast_binary`] for
+    /// NumPy-style implicit broadcasting).
+    pub fn binary(&mut self, op: BinaryOp, a: &Value, b: &Value) -> Result<Value, BuildError> {
+        let name = op.op_name();
+        if a.ty != b.ty {
+            return Err(BuildError::TypeMismatch {
+                op: name,
+                lhs: a.ty.clone(),
+                rhs: b.ty.clone(),
+            });
+        }
+        if let Some(acc) = op.accepts() {
+            acc.check(name, a.dtype())?;
+        }
+        self.emit1(name, &[a, b], "", a.ty.clone())
+    }
+
+    pub fn add(&mut self, a: &Value, b: &Value) -> Result<Value, BuildError> {
+        self.binary(BinaryOp::Add, a, b)
+    }
+    pub fn sub(&mut self, a: &Value, b: &Value) -> Result<Value, BuildError> {
+        self.binary(BinaryOp::Subtract, a, b)
+    }
+    pub fn mul(&mut self, a: &Value, b: &Value) -> Result<Value, BuildError> {
+        self.binary(BinaryOp::Multiply, a, b)
+    }
+    pub fn div(&mut self, a: &Value, b: &Value) -> Result<Value, BuildError> {
+        self.binary(BinaryOp::Divide, a, b)
+    }
+    pub fn max(&mut self, a: &Value, b: &Value) -> Result<Value, BuildError> {
+        self.binary(BinaryOp::Maximum, a, b)
+    }
+    pub fn min(&mut self, a: &Value, b: &Value) -> Result<Value, BuildError> {
+        self.binary(BinaryOp::Minimum, a, b)
+    }
+    pub fn exp(&mut self, x: &Value) -> Result<Value, BuildError> {
+        self.unary(UnaryOp::Exponential, x)
+    }
+    pub fn neg(&mut self, x: &Value) -> Result<Value, BuildError> {
+        self.unary(UnaryOp::Negate, x)
+    }
+
+    /// `compare(a, b)` -> i1. Floats compare as FLOAT (IEEE: NaN unordered), signed ints as
+    /// SIGNED, unsigned ints and bool as UNSIGNED.
+    pub fn compare(&mut self, dir: Comparison, a: &Value, b: &Value) -> Result<Value, BuildError> {
+        const OP: &str = "stablehlo.compare";
+        if a.ty != b.ty {
+            return Err(BuildError::TypeMismatch {
+                op: OP,
+                lhs: a.ty.clone(),
+                rhs: b.ty.clone(),
+            });
+        }
+        let kind = match a.dtype() {
+            d if d.is_float() => "FLOAT",
+            d if d.is_signed_int() => "SIGNED",
+            _ => "UNSIGNED",
+        };
+        let attrs = format!(
+            "comparison_direction = #stablehlo<comparison_direction {}>, compare_type = #stablehlo<comparison_type {kind}>",
+            dir.keyword()
+        );
+        self.emit1(OP, &[a, b], &attrs, a.ty.with_dtype(DType::Bool))
+    }
+
+    /// `pred ? on_true : on_false`, with `pred` i1 of the same shape or rank 0.
+    pub fn select(
+        &mut self,
+        pred: &Value,
+        on_true: &Value,
+        on_false: &Value,
+    ) -> Result<Value, BuildError> {
+        const OP: &str = "stablehlo.select";
+        if pred.dtype() != DType::Bool {
+            return Err(BuildError::UnsupportedDType {
+                op: OP,
+                dtype: pred.dtype(),
+                expected: "i1 (bool) predicate",
+            });
+        }
+        if on_true.ty != on_false.ty {
+            return Err(BuildError::TypeMismatch {
+                op: OP,
+                lhs: on_true.ty.clone(),
+                rhs: on_false.ty.clone(),
+            });
+        }
+        if pred.rank() != 0 && pred.shape() != on_true.shape() {
+            return Err(BuildError::shape(
+                OP,
+                format!(
+                    "predicate shape {:?} must be scalar or equal {:?}",
+                    pred.shape(),
+                    on_true.shape()
+                ),
+            ));
+        }
+        self.emit1(OP, &[pred, on_true, on_false], "", on_true.ty.clone())
+    }
+
+    /// `min(max(x, lo), hi)`; `lo`/`hi` have x's type or are rank-0 of x's dtype.
+    pub fn clamp(&mut self, lo: &Value, x: &Value, hi: &Value) -> Result<Value, BuildError> {
+        const OP: &str = "stablehlo.clamp";
+        for bound in [lo, hi] {
+            let ok =
+                bound.dtype() == x.dtype() && (bound.rank() == 0 || bound.shape() == x.shape());
+            if !ok {
+                return Err(BuildError::TypeMismatch {
+                    op: OP,
+                    lhs: bound.ty.clone(),
+                    rhs: x.ty.clone(),
+                });
+            }
+        }
+        self.emit1(OP, &[lo, x, hi], "", x.ty.clone())
+    }
+
+    /// Element type conversion (float<->int truncates toward zero, bool<-x is x != 0). A no-op
+    /// returns `x` itself.
+    pub fn convert(&mut self, x: &Value, dtype: DType) -> Result<Value, BuildError> {
+        if x.dtype() == dtype {
+            return Ok(x.clone());
+        }
+        self.emit1("stablehlo.convert", &[x], "", x.ty.with_dtype(dtype))
+    }
+
+    /// Reinterprets the bits of each element as `dtype` of the same width.
+    pub fn bitcast_convert(&mut self, x: &Value, dtype: DType) -> Result<Value, BuildError> {
+        const OP: &str = "stablehlo.bitcast_convert";
+        if dtype.bits() != x.dtype().bits() {
+            return Err(BuildError::shape(
+                OP,
+                format!("{} and {dtype} differ in width", x.dtype()),
+            ));
+        }
+        self.emit1(OP, &[x], "", x.ty.with_dtype(dtype))
+    }
+}

@@ -1,0 +1,314 @@
+//! Control flow the macro rewrites into builder calls: `if`/`else` with results and loops
+//! with carried values. A Rust-`bool` condition runs one branch at trace time; a traced one
+//! records an `if` op. Values a construct assigns travel through `Carry`.
+
+use super::builder::{with, Val};
+use super::element::Element;
+use super::error::TraceError;
+use super::index::{IndexValue, IntoIndex};
+use super::value::{Scalar, Tile, Traced};
+use crate::ir::{Loc, OpKind, Type};
+
+/// One flattened carried value.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CarryLeaf {
+    Traced(Val),
+    /// A Rust value, kept to check that traced control flow does not change it.
+    Rust(RustValue),
+}
+
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RustValue {
+    Bool(bool),
+    Int(i128),
+    /// Bits, so NaN equals itself.
+    Float(u64),
+}
+
+/// Values that can flow out of an `if` or through a loop: tracer values, Rust scalars, and
+/// tuples (up to 12) and arrays of them.
+pub trait Carry: Sized {
+    #[doc(hidden)]
+    fn flatten(self, out: &mut Vec<CarryLeaf>);
+    /// Rebuilds from leaves in `flatten`'s order.
+    #[doc(hidden)]
+    fn unflatten(leaves: &mut dyn Iterator<Item = CarryLeaf>) -> Self;
+}
+
+impl Carry for () {
+    fn flatten(self, _: &mut Vec<CarryLeaf>) {}
+    fn unflatten(_: &mut dyn Iterator<Item = CarryLeaf>) -> Self {}
+}
+
+// A poisoned leaf (never produced by the builder) becomes a handle that fails on use.
+const POISON: Val = Val {
+    trace: 0,
+    id: crate::ir::ValueId(u32::MAX),
+};
+
+macro_rules! carry_traced {
+    ($($T:ident),*) => {$(
+        impl<E: Element> Carry for $T<E> {
+            fn flatten(self, out: &mut Vec<CarryLeaf>) {
+                out.push(CarryLeaf::Traced(self.val()));
+            }
+            fn unflatten(leaves: &mut dyn Iterator<Item = CarryLeaf>) -> Self {
+                match leaves.next() {
+                    Some(CarryLeaf::Traced(v)) => $T::from_val(v),
+                    _ => $T::from_val(POISON),
+                }
+            }
+        }
+    )*};
+}
+carry_traced!(Tile, Scalar);
+
+macro_rules! carry_rust {
+    ($variant:ident, |$x:ident| $to:expr, |$r:ident| $from:expr; $($t:ty),*) => {$(
+        impl Carry for $t {
+            fn flatten(self, out: &mut Vec<CarryLeaf>) {
+                let $x = self;
+                out.push(CarryLeaf::Rust(RustValue::$variant($to)));
+            }
+            fn unflatten(leaves: &mut dyn Iterator<Item = CarryLeaf>) -> Self {
+                match leaves.next() {
+                    Some(CarryLeaf::Rust(RustValue::$variant($r))) => $from,
+                    _ => Default::default(),
+                }
+            }
+        }
+    )*};
+}
+carry_rust!(Bool, |x| x, |r| r; bool);
+carry_rust!(Int, |x| x as i128, |r| r as _; i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+carry_rust!(Float, |x| (x as f64).to_bits(), |r| f64::from_bits(r) as _; f32, f64);
+
+impl<C: Carry, const N: usize> Carry for [C; N] {
+    fn flatten(self, out: &mut Vec<CarryLeaf>) {
+        self.into_iter().for_each(|c| c.flatten(out));
+    }
+    fn unflatten(leaves: &mut dyn Iterator<Item = CarryLeaf>) -> Self {
+        std::array::from_fn(|_| C::unflatten(leaves))
+    }
+}
+
+macro_rules! carry_tuple {
+    ($($C:ident),+) => {
+        impl<$($C: Carry),+> Carry for ($($C,)+) {
+            #[allow(non_snake_case)]
+            fn flatten(self, out: &mut Vec<CarryLeaf>) {
+                let ($($C,)+) = self;
+                $($C.flatten(out);)+
+            }
+            fn unflatten(leaves: &mut dyn Iterator<Item = CarryLeaf>) -> Self {
+                ($($C::unflatten(leaves),)+)
+            }
+        }
+    };
+}
+carry_tuple!(A);
+carry_tuple!(A, B);
+carry_tuple!(A, B, C);
+carry_tuple!(A, B, C, D);
+carry_tuple!(A, B, C, D, F);
+carry_tuple!(A, B, C, D, F, G);
+carry_tuple!(A, B, C, D, F, G, H);
+carry_tuple!(A, B, C, D, F, G, H, I);
+carry_tuple!(A, B, C, D, F, G, H, I, J);
+carry_tuple!(A, B, C, D, F, G, H, I, J, K);
+carry_tuple!(A, B, C, D, F, G, H, I, J, K, L);
+carry_tuple!(A, B, C, D, F, G, H, I, J, K, L, M);
+
+/// An `if` condition: a Rust `bool` (decided at trace time) or a traced `Scalar<bool>`.
+pub trait IntoCond {
+    #[doc(hidden)]
+    fn into_cond(self) -> Result<bool, Val>;
+}
+impl IntoCond for bool {
+    fn into_cond(self) -> Result<bool, Val> {
+        Ok(self)
+    }
+}
+impl IntoCond for Scalar<bool> {
+    fn into_cond(self) -> Result<bool, Val> {
+        Err(self.val())
+    }
+}
+
+fn flat<C: Carry>(c: C) -> Vec<CarryLeaf> {
+    let mut out = Vec::new();
+    c.flatten(&mut out);
+    out
+}
+
+fn traced(leaves: &[CarryLeaf]) -> Vec<Val> {
+    leaves
+        .iter()
+        .filter_map(|l| match l {
+            CarryLeaf::Traced(v) => Some(*v),
+            CarryLeaf::Rust(_) => None,
+        })
+        .collect()
+}
+
+/// Leaves of `template` with its traced leaves replaced, in order, by `vals`.
+fn substitute(template: &[CarryLeaf], vals: &[Val]) -> Vec<CarryLeaf> {
+    let mut vals = vals.iter();
+    template
+        .iter()
+        .map(|l| match l {
+            CarryLeaf::Traced(_) => CarryLeaf::Traced(vals.next().copied().unwrap_or(POISON)),
+            rust => *rust,
+        })
+        .collect()
+}
+
+/// `if cond { then_ } else { else_ }` with carried values and a result (see
+/// docs/macro-contract.md). Both branches are traced when `cond` is traced.
+#[track_caller]
+pub fn __if_else<C: Carry, R: Carry>(
+    cond: impl IntoCond,
+    carry: C,
+    then_: impl FnOnce(C) -> (C, R),
+    else_: impl FnOnce(C) -> (C, R),
+) -> (C, R) {
+    let loc = Loc::caller();
+    let cond = match cond.into_cond() {
+        Ok(true) => return then_(carry),
+        Ok(false) => return else_(carry),
+        Err(v) => v,
+    };
+    let leaves = flat(carry);
+    let branch = |f: Box<dyn FnOnce(C) -> (C, R) + '_>| {
+        with(|b| b.begin_region(vec![]));
+        let out = flat(f(C::unflatten(&mut leaves.iter().copied())));
+        let region = with(|b| b.end_region(&traced(&out), "if", loc));
+        (out, region)
+    };
+    let (then_out, then_region) = branch(Box::new(then_));
+    let (else_out, else_region) = branch(Box::new(else_));
+    let results = with(|b| {
+        for (i, (t, e)) in then_out.iter().zip(&else_out).enumerate() {
+            let problem = match (t, e) {
+                (CarryLeaf::Traced(t), CarryLeaf::Traced(e)) if b.ty(*t) != b.ty(*e) => Some(format!(
+                    "value #{i} leaving the branches has type {} in `then` and {} in `else`",
+                    b.ty(*t),
+                    b.ty(*e)
+                )),
+                (CarryLeaf::Rust(t), CarryLeaf::Rust(e)) if t != e => Some(format!(
+                    "value #{i} leaving the branches is a Rust value that differs between them ({t:?} vs {e:?}); \
+                     a traced condition needs traced values (e.g. `full(shape, x)` or a `Scalar`)"
+                )),
+                _ => None,
+            };
+            if let Some(message) = problem {
+                b.error(TraceError::NotTraced {
+                    construct: "if",
+                    message,
+                    loc,
+                });
+            }
+        }
+        let types: Vec<Type> = traced(&then_out).iter().map(|v| b.ty(*v)).collect();
+        let cond = b.id(cond, "if", loc);
+        b.emit(
+            OpKind::If {
+                cond,
+                then_region,
+                else_region,
+            },
+            types,
+            loc,
+        )
+    });
+    let out = substitute(&then_out, &results);
+    let mut it = out.into_iter();
+    let c = C::unflatten(&mut it);
+    (c, R::unflatten(&mut it))
+}
+
+/// `for i in lo..hi { body }` with carried values, traced once into a loop region.
+#[track_caller]
+pub fn __fori<C: Carry>(
+    lo: impl IntoIndex,
+    hi: impl IntoIndex,
+    carry: C,
+    body: impl FnOnce(Scalar<i32>, C) -> C,
+) -> C {
+    let loc = Loc::caller();
+    let leaves = flat(carry);
+    let init = traced(&leaves);
+    let (lo, hi, init_types, args) = with(|b| {
+        let bound = |b: &mut super::builder::Builder, i: IndexValue| {
+            let v = i.to_val(b, loc);
+            b.id(v, "fori", loc)
+        };
+        let (lo, hi) = (bound(b, lo.into_index()), bound(b, hi.into_index()));
+        let init_types: Vec<Type> = init.iter().map(|v| b.ty(*v)).collect();
+        let arg_types = std::iter::once(Type::index())
+            .chain(init_types.iter().cloned())
+            .collect();
+        (lo, hi, init_types, b.begin_region(arg_types))
+    });
+    let inner = substitute(&leaves, &args[1..]);
+    let out = flat(body(
+        Scalar::from_val(args[0]),
+        C::unflatten(&mut inner.into_iter()),
+    ));
+    let results = with(|b| {
+        for (i, (before, after)) in leaves.iter().zip(&out).enumerate() {
+            let problem = match (before, after) {
+                (CarryLeaf::Traced(x), CarryLeaf::Traced(y)) if b.ty(*x) != b.ty(*y) => Some(format!(
+                    "carried value #{i} enters the loop as {} and leaves the body as {}",
+                    b.ty(*x),
+                    b.ty(*y)
+                )),
+                (CarryLeaf::Rust(x), CarryLeaf::Rust(y)) if x != y => Some(format!(
+                    "carried value #{i} is a Rust value the loop body changes ({x:?} to {y:?}); \
+                     a traced loop runs its body once at trace time, so carry a traced value instead"
+                )),
+                _ => None,
+            };
+            if let Some(message) = problem {
+                b.error(TraceError::NotTraced {
+                    construct: "for",
+                    message,
+                    loc,
+                });
+            }
+        }
+        let region = b.end_region(&traced(&out), "fori", loc);
+        let init: Vec<_> = init.iter().map(|v| b.id(*v, "fori", loc)).collect();
+        b.emit(
+            OpKind::Fori {
+                lo,
+                hi,
+                init,
+                body: region,
+            },
+            init_types,
+            loc,
+        )
+    });
+    C::unflatten(&mut substitute(&leaves, &results).into_iter())
+}
+
+/// Runs `body` only when `cond` holds (Pallas' `pl.when`): a traced `if` without results,
+/// usable without the macro since nothing is carried.
+#[track_caller]
+pub fn when(cond: impl IntoCond, body: impl FnOnce()) {
+    __if_else(cond, (), |()| ((), body()), |()| ((), ()));
+}
+
+/// `jax.lax.fori_loop`: `body(i, carry)` for `i` in `lo..hi`, traced once into a loop.
+#[track_caller]
+pub fn fori_loop<C: Carry>(
+    lo: impl IntoIndex,
+    hi: impl IntoIndex,
+    init: C,
+    body: impl FnOnce(Scalar<i32>, C) -> C,
+) -> C {
+    __fori(lo, hi, init, body)
+}

@@ -1,0 +1,67 @@
+//! The tracer: the DSL vocabulary (`Ref`, `Tile`, `Scalar`, ops) that records kernel IR
+//! when a kernel body runs, and the launch spec that traces a kernel into a program.
+//!
+//! Values are `Copy` handles into a thread-local graph; every vocabulary call is
+//! `#[track_caller]` and records the user's location. Mistakes found while tracing (shapes,
+//! axes, ...) are recorded and returned by `Launch::trace_program`; calls never panic.
+//!
+//! Comparisons are methods: `x.lt(y)`, `program_id(2).eq(0)`, `i.ge(n - 1)`. Rust's `==`
+//! and `<` must return a plain `bool`, so they cannot record a traced comparison; tracer
+//! values implement neither `PartialEq` nor `PartialOrd`, so misuse does not compile.
+//!
+//! Element types are checked by Rust: operands of one op share one `E`.
+//! ```compile_fail
+//! use tessera_lowering::prelude::*;
+//! fn mixed(a: Tile<f32>, b: Tile<bf16>) -> Tile<f32> {
+//!     a + b // error: no `Add<Tile<bf16>>` for `Tile<f32>`: cast first
+//! }
+//! ```
+//! ```
+//! use tessera_lowering::prelude::*;
+//! fn mixed(a: Tile<f32>, b: Tile<bf16>) -> Tile<f32> {
+//!     a + b.cast::<f32>() * 2.0 - 1
+//! }
+//! ```
+//! ```compile_fail
+//! use tessera_lowering::prelude::*;
+//! fn compare(i: Scalar<i32>) -> bool {
+//!     i == 0 // error: use `i.eq(0)`, which is traced
+//! }
+//! ```
+
+mod arith;
+mod block_spec;
+mod builder;
+mod control;
+mod dot;
+mod element;
+mod error;
+mod grid;
+mod index;
+mod launch;
+mod math;
+mod operand;
+mod program;
+mod refs;
+mod shape_ops;
+pub mod tpu;
+mod tracer;
+mod value;
+
+pub use arith::{maximum, minimum};
+pub use block_spec::{BlockSpec, IndexMapFn};
+pub use builder::Val;
+pub use control::{__fori, __if_else, fori_loop, when, Carry, CarryLeaf, IntoCond, RustValue};
+pub use dot::{dot, dot_general, dot_t};
+pub use element::{Element, Float, Numeric};
+pub use error::TraceError;
+pub use grid::{num_programs, program_id, range};
+pub use index::{IndexList, IndexValue, IntoIndex};
+pub use launch::{Launch, ScratchSpec, Smem, Vmem};
+pub use math::{abs, ceil, cos, erf, exp, floor, log, rsqrt, sigmoid, sin, sqrt, tanh};
+pub use operand::{Operand, ScalarOperand};
+pub use program::{BlockOperand, DimensionSemantics, KernelProgram, ScratchBuffer};
+pub use refs::{Ref, RefMut, Scratch};
+pub use shape_ops::{full, iota, max, min, sum, where_, zeros, zeros_like, Axes};
+pub use tracer::KernelTracer;
+pub use value::{Scalar, Tile, Traced};

@@ -1,0 +1,155 @@
+//! `KernelProgram`: a traced, checked kernel launch. This is what the emitters (StableHLO,
+//! Mosaic), the interpreter and the runtime consume.
+
+use crate::dtype::DType;
+use crate::ir::{hash_func_into, Fnv1a, Func, Loc, MemorySpace};
+use std::fmt;
+
+/// How a grid axis may be scheduled (Mosaic's `dimension_semantics`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DimensionSemantics {
+    /// Steps are independent (may be split across cores).
+    Parallel,
+    /// Steps run in order (reductions over this axis, accumulators in scratch).
+    Arbitrary,
+}
+
+impl DimensionSemantics {
+    pub fn name(self) -> &'static str {
+        match self {
+            DimensionSemantics::Parallel => "parallel",
+            DimensionSemantics::Arbitrary => "arbitrary",
+        }
+    }
+}
+
+/// One blocked operand (an input or an output) of a launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockOperand {
+    /// The kernel parameter's name.
+    pub name: String,
+    pub dtype: DType,
+    /// The whole array's shape.
+    pub array_shape: Vec<usize>,
+    /// The block's shape; each dim divides the array's.
+    pub block_shape: Vec<usize>,
+    /// Grid indices (one `i32` param per grid axis) -> block indices (one `i32` result per
+    /// block dim, in block units: element offset = index * block dim). Verified.
+    pub index_map: Func,
+}
+
+impl BlockOperand {
+    /// Number of blocks along each dim.
+    pub fn blocks_per_dim(&self) -> Vec<usize> {
+        self.array_shape
+            .iter()
+            .zip(&self.block_shape)
+            .map(|(a, b)| a / b)
+            .collect()
+    }
+}
+
+/// A scratch buffer: allocated once per launch, persists across grid steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScratchBuffer {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub space: MemorySpace,
+}
+
+/// A kernel traced for one launch: body, grid, operands and scratch.
+///
+/// The body's params are refs, in this order: one per input (block shape, VMEM), one per
+/// output (block shape, VMEM), one per scratch buffer (its shape and memory space). It has
+/// no results. `program_id`/`num_programs` axes are below `grid.len()`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelProgram {
+    /// The kernel's name (`KernelInfo::name`).
+    pub name: String,
+    /// Where the kernel fn is defined.
+    pub loc: Loc,
+    /// Where the launch was traced (the user's `trace_program`/`.run` call).
+    pub launch_loc: Loc,
+    /// The dtype the generic parameter was instantiated with, if the kernel is generic.
+    pub dtype: Option<DType>,
+    /// The verified kernel body.
+    pub body: Func,
+    /// Grid extent per axis; steps run in lexicographic order (last axis fastest).
+    pub grid: Vec<usize>,
+    pub inputs: Vec<BlockOperand>,
+    pub outputs: Vec<BlockOperand>,
+    pub scratch: Vec<ScratchBuffer>,
+    /// One per grid axis.
+    pub semantics: Vec<DimensionSemantics>,
+}
+
+impl KernelProgram {
+    /// Stable across runs and independent of value numbering and source locations: a
+    /// cache key (together with device and plugin).
+    pub fn structural_hash(&self) -> u64 {
+        let mut h = Fnv1a::default();
+        h.str(&self.name);
+        h.str(self.dtype.map_or("", DType::name));
+        hash_func_into(&self.body, &mut h);
+        h.dims(&self.grid);
+        for list in [&self.inputs, &self.outputs] {
+            h.usize(list.len());
+            for o in list {
+                h.str(&o.name);
+                h.str(o.dtype.name());
+                h.dims(&o.array_shape);
+                h.dims(&o.block_shape);
+                hash_func_into(&o.index_map, &mut h);
+            }
+        }
+        h.usize(self.scratch.len());
+        for s in &self.scratch {
+            h.str(&s.name);
+            h.str(s.dtype.name());
+            h.dims(&s.shape);
+            h.str(s.space.name());
+        }
+        self.semantics.iter().for_each(|s| h.str(s.name()));
+        h.finish()
+    }
+
+    /// Total number of grid steps.
+    pub fn num_steps(&self) -> usize {
+        self.grid.iter().product()
+    }
+}
+
+impl fmt::Display for KernelProgram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sem: Vec<&str> = self.semantics.iter().map(|s| s.name()).collect();
+        writeln!(
+            f,
+            "kernel {} grid {:?} semantics [{}]",
+            self.name,
+            self.grid,
+            sem.join(", ")
+        )?;
+        for (role, list) in [("input", &self.inputs), ("output", &self.outputs)] {
+            for o in list {
+                writeln!(
+                    f,
+                    "{role} {}: {}{:?} in blocks {:?}",
+                    o.name, o.dtype, o.array_shape, o.block_shape
+                )?;
+                write!(f, "{}", o.index_map)?;
+            }
+        }
+        for s in &self.scratch {
+            writeln!(
+                f,
+                "scratch {}: {}{:?} in {}",
+                s.name,
+                s.dtype,
+                s.shape,
+                s.space.name()
+            )?;
+        }
+        write!(f, "{}", self.body)
+    }
+}

@@ -1,0 +1,158 @@
+//! Block refs: `Ref<E>` (an input block), `RefMut<E>` (an output block) and `Scratch<E>`
+//! (a VMEM/SMEM buffer that persists across grid steps). All are `Copy` handles; every
+//! method takes `&self` so several closures may use one ref.
+
+use super::builder::{with, Builder, Val};
+use super::element::Element;
+use super::index::IndexList;
+use super::operand::{broadcast_to, Operand};
+use super::value::{Scalar, Tile, Traced};
+use crate::ir::{Loc, OpKind, Type};
+use std::fmt;
+use std::marker::PhantomData;
+
+macro_rules! ref_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name<E> {
+            pub(crate) v: Val,
+            _e: PhantomData<fn() -> E>,
+        }
+        impl<E> Clone for $name<E> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<E> Copy for $name<E> {}
+        impl<E: Element> fmt::Debug for $name<E> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}<{}>({})", stringify!($name), E::DTYPE, self.v.id)
+            }
+        }
+        impl<E: Element> $name<E> {
+            pub(crate) fn new(v: Val) -> Self {
+                $name { v, _e: PhantomData }
+            }
+
+            /// The block shape.
+            pub fn shape(&self) -> Vec<usize> {
+                with(|b| b.ty(self.v).shape().to_vec())
+            }
+
+            /// The whole block.
+            #[track_caller]
+            pub fn load(&self) -> Tile<E> {
+                let loc = Loc::caller();
+                Tile::from_val(with(|b| {
+                    let ty = b.ty(self.v);
+                    let src = b.id(self.v, "load", loc);
+                    b.emit1(OpKind::Load { src }, Type::tile(E::DTYPE, ty.shape().to_vec()), loc)
+                }))
+            }
+
+            /// `self[starts .. starts + sizes]`: static sizes, starts static or traced.
+            #[track_caller]
+            pub fn load_slice(&self, starts: impl IndexList, sizes: impl Into<Vec<usize>>) -> Tile<E> {
+                let (loc, sizes) = (Loc::caller(), sizes.into());
+                Tile::from_val(with(|b| {
+                    let starts = offsets(b, starts, "load_slice", loc);
+                    let src = b.id(self.v, "load_slice", loc);
+                    b.emit1(OpKind::LoadSlice { src, starts, sizes: sizes.clone() }, Type::tile(E::DTYPE, sizes), loc)
+                }))
+            }
+
+            /// One element as a scalar (the way to read SMEM).
+            #[track_caller]
+            pub fn load_scalar(&self, indices: impl IndexList) -> Scalar<E> {
+                let loc = Loc::caller();
+                Scalar::from_val(with(|b| {
+                    let indices = offsets(b, indices, "load_element", loc);
+                    let src = b.id(self.v, "load_element", loc);
+                    b.emit1(OpKind::LoadElement { src, indices }, Type::scalar(E::DTYPE), loc)
+                }))
+            }
+        }
+    };
+}
+
+macro_rules! writable {
+    ($name:ident) => {
+        impl<E: Element> $name<E> {
+            /// Overwrites the whole block; `value` broadcasts to the block shape (so a
+            /// literal or `zeros()` fills it).
+            #[track_caller]
+            pub fn store(&self, value: impl Operand<E>) {
+                let loc = Loc::caller();
+                with(|b| {
+                    let shape = b.ty(self.v).shape().to_vec();
+                    let v = value.operand(b, loc);
+                    let v = broadcast_to(b, v, &shape, "store", loc);
+                    let kind = OpKind::Store {
+                        dst: b.id(self.v, "store", loc),
+                        value: b.id(v, "store", loc),
+                    };
+                    b.emit(kind, vec![], loc);
+                })
+            }
+
+            /// `self[starts .. starts + shape(value)] = value`.
+            #[track_caller]
+            pub fn store_slice(&self, starts: impl IndexList, value: Tile<E>) {
+                let loc = Loc::caller();
+                with(|b| {
+                    let starts = offsets(b, starts, "store_slice", loc);
+                    let kind = OpKind::StoreSlice {
+                        dst: b.id(self.v, "store_slice", loc),
+                        starts,
+                        value: b.id(value.v, "store_slice", loc),
+                    };
+                    b.emit(kind, vec![], loc);
+                })
+            }
+
+            /// Writes one element.
+            #[track_caller]
+            pub fn store_scalar(&self, indices: impl IndexList, value: impl Operand<E>) {
+                let loc = Loc::caller();
+                with(|b| {
+                    let indices = offsets(b, indices, "store_element", loc);
+                    let v = value.operand(b, loc);
+                    let kind = OpKind::StoreElement {
+                        dst: b.id(self.v, "store_element", loc),
+                        indices,
+                        value: b.id(v, "store_element", loc),
+                    };
+                    b.emit(kind, vec![], loc);
+                })
+            }
+        }
+    };
+}
+
+fn offsets(
+    b: &mut Builder,
+    list: impl IndexList,
+    op: &'static str,
+    loc: Loc,
+) -> Vec<crate::ir::Offset> {
+    list.into_indices()
+        .into_iter()
+        .map(|i| i.to_offset(b, op, loc))
+        .collect()
+}
+
+ref_type!(
+    /// An input block (read-only).
+    Ref
+);
+ref_type!(
+    /// An output block.
+    RefMut
+);
+ref_type!(
+    /// A scratch buffer (VMEM or SMEM, as the launch says); it keeps its contents across
+    /// grid steps, which is what makes accumulators work.
+    Scratch
+);
+writable!(RefMut);
+writable!(Scratch);

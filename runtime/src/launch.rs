@@ -1,0 +1,84 @@
+//! Running a kernel launch on a device: trace the launch into a `KernelProgram`, then either
+//! interpret it (`interp` device) or emit StableHLO and run it through PJRT (cached).
+
+use crate::compile_options::CompileOptions;
+use crate::device::{Device, DeviceKind};
+use crate::error::Result;
+use std::sync::Arc;
+use tessera_lowering::stablehlo::{emit_kernel_as, Form};
+use tessera_lowering::trace::{KernelProgram, Launch};
+use tessera_lowering::{interp, DType, HostTensor};
+
+/// `Launch::run`: the last step of a launch spec.
+pub trait LaunchExt {
+    /// Traces the kernel for these inputs and runs it on `device`; returns the outputs.
+    /// Errors carry the user's source location (of this call, or of the spec's pieces).
+    fn run(&self, device: &Device, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>>;
+
+    /// As `run`, choosing the StableHLO form (ignored on the interpreter).
+    fn run_as(
+        &self,
+        device: &Device,
+        inputs: &[&HostTensor],
+        form: Form,
+    ) -> Result<Vec<HostTensor>>;
+}
+
+impl LaunchExt for Launch {
+    #[track_caller]
+    fn run(&self, device: &Device, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>> {
+        let program = self.trace_program(&signature(inputs))?;
+        run_program(&program, device, inputs, Form::Auto)
+    }
+
+    #[track_caller]
+    fn run_as(
+        &self,
+        device: &Device,
+        inputs: &[&HostTensor],
+        form: Form,
+    ) -> Result<Vec<HostTensor>> {
+        let program = self.trace_program(&signature(inputs))?;
+        run_program(&program, device, inputs, form)
+    }
+}
+
+fn signature(inputs: &[&HostTensor]) -> Vec<(DType, Vec<usize>)> {
+    inputs
+        .iter()
+        .map(|t| (t.dtype(), t.shape().to_vec()))
+        .collect()
+}
+
+/// Runs an already traced program on `device`.
+pub fn run_program(
+    program: &KernelProgram,
+    device: &Device,
+    inputs: &[&HostTensor],
+    form: Form,
+) -> Result<Vec<HostTensor>> {
+    if device.kind() == DeviceKind::Interp {
+        let owned: Vec<HostTensor> = inputs.iter().map(|t| (*t).clone()).collect();
+        return Ok(interp::run(program, &owned)?);
+    }
+    let exe = compile_program(program, device, form)?;
+    let client = device.client()?;
+    let bufs = inputs
+        .iter()
+        .map(|t| client.upload(t))
+        .collect::<Result<Vec<_>>>()?;
+    let refs: Vec<_> = bufs.iter().collect();
+    exe.execute(&refs)?.iter().map(|b| b.to_host()).collect()
+}
+
+/// Emits `program` as StableHLO in `form` and compiles it through the device's cache.
+pub fn compile_program(
+    program: &KernelProgram,
+    device: &Device,
+    form: Form,
+) -> Result<Arc<crate::Executable>> {
+    let text = emit_kernel_as(program, form)?;
+    device
+        .client()?
+        .compile_cached(&text, &CompileOptions::default())
+}

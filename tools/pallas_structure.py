@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Print the launch structure of Mosaic kernels as JSON, for comparing Tessera with Pallas.
+
+Usage:
+  pallas_structure.py [--add M N BM BN] [--matmul M N K B] [--softmax M N BM] [--dtype D]
+      Lowers the Pallas equivalents of Tessera's add, matmul (f32 VMEM accumulator, k axis
+      `arbitrary`) and row softmax for TPU -- no TPU needed -- and prints one JSON object
+      {"add": S, "matmul": S, "softmax": S}.
+  pallas_structure.py --module FILE [FILE ...]
+      Prints {FILE: S} for Mosaic modules as text (serialized or readable), e.g. Tessera's.
+
+S = {"iteration_bounds": [..], "dimension_semantics": [..], "scratch_operands": n,
+     "arg_types": [..kernel func argument types..],
+     "window_params": [{"window_bounds": [..], "index_map": [["arg", i] | ["const", c] | ["expr", op]]}]}
+where `index_map` says, per block dim, what the transform function returns: a grid index,
+a constant, or (anything else) the op that computes it.
+"""
+import argparse
+import base64
+import json
+import re
+import sys
+
+import jax
+import jax.numpy as jnp
+from jax._src.interpreters import mlir as jax_mlir
+from jax._src.lib import tpu
+from jax._src.lib.mlir import ir, passmanager
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def parallel(n):
+    # Tessera's launches default to all-parallel; Pallas' default is "arbitrary", so the
+    # equivalent Pallas kernels say it explicitly.
+    return pltpu.CompilerParams(dimension_semantics=("parallel",) * n)
+
+
+def add(m, n, bm, bn, dtype):
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    spec = pl.BlockSpec((bm, bn), lambda i, j: (i, j))
+    call = pl.pallas_call(kernel, grid=(m // bm, n // bn), in_specs=[spec, spec], out_specs=spec,
+                          out_shape=jax.ShapeDtypeStruct((m, n), dtype), compiler_params=parallel(2))
+    return call, [jax.ShapeDtypeStruct((m, n), dtype)] * 2
+
+
+def matmul(m, n, k, b, dtype):
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+    call = pl.pallas_call(
+        kernel,
+        grid=(m // b, n // b, k // b),
+        in_specs=[pl.BlockSpec((b, b), lambda i, j, kk: (i, kk)), pl.BlockSpec((b, b), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((b, b), lambda i, j, kk: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), dtype),
+        scratch_shapes=[pltpu.VMEM((b, b), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+    )
+    return call, [jax.ShapeDtypeStruct((m, k), dtype), jax.ShapeDtypeStruct((k, n), dtype)]
+
+
+def softmax(m, n, bm, dtype):
+    def kernel(x_ref, o_ref):
+        v = x_ref[...].astype(jnp.float32)
+        e = jnp.exp(v - jnp.max(v, axis=1, keepdims=True))
+        o_ref[...] = (e / jnp.sum(e, axis=1, keepdims=True)).astype(o_ref.dtype)
+
+    spec = pl.BlockSpec((bm, n), lambda i: (i, 0))
+    call = pl.pallas_call(kernel, grid=(m // bm,), in_specs=[spec], out_specs=spec,
+                          out_shape=jax.ShapeDtypeStruct((m, n), dtype), compiler_params=parallel(1))
+    return call, [jax.ShapeDtypeStruct((m, n), dtype)]
+
+
+def mosaic_body(call, args):
+    """The Mosaic module bytes inside the lowered tpu_custom_call."""
+    text = jax.jit(call).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
+    m = re.search(r'backend_config = "(.*?)", ', text)
+    config = re.sub(r"\\([0-9A-Fa-f]{2})", lambda h: chr(int(h.group(1), 16)), m.group(1))
+    return base64.b64decode(json.loads(config)["custom_call_config"]["body"])
+
+
+def parse(source):
+    """A deserialized module from Mosaic bytecode or text (serialized or readable)."""
+    ctx = jax_mlir.make_ir_context()
+    tpu.register_dialect(ctx)
+    ctx.allow_unregistered_dialects = True
+    with ctx:
+        module = ir.Module.parse(source)
+        # Pallas' bytecode is always serialized; text is when its ops are renamed.
+        if isinstance(source, bytes) or '"stable_mosaic.' in source:
+            passmanager.PassManager.parse("builtin.module(mosaic-serde{serialize=false})").run(module.operation)
+        # Keep the context alive with the module.
+        return ctx, module
+
+
+def ints(attr):
+    return [int(v) for v in re.findall(r"-?\d+", str(attr).split(":", 1)[-1])] if ":" in str(attr) else []
+
+
+def structure(source):
+    ctx, module = parse(source)
+    with ctx:
+        funcs = {str(op.attributes["sym_name"]).strip('"'): op for op in module.body.operations}
+        kernel = next(op for op in funcs.values() if "window_params" in op.attributes)
+        windows = []
+        for w in kernel.attributes["window_params"]:
+            w = ir.DictAttr(w)
+            transform = funcs[str(w["transform_indices"]).lstrip("@")]
+            windows.append({"window_bounds": ints(w["window_bounds"]), "index_map": index_map(transform)})
+        ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+        return {
+            "iteration_bounds": ints(kernel.attributes["iteration_bounds"]),
+            "dimension_semantics": re.findall(r"dimension_semantics<(\w+)>", str(kernel.attributes["dimension_semantics"])),
+            "scratch_operands": ir.IntegerAttr(kernel.attributes["scratch_operands"]).value,
+            "arg_types": [str(t) for t in ftype.inputs],
+            "window_params": windows,
+        }
+
+
+def index_map(func):
+    """What each returned block index is: a grid index, a constant, or another op."""
+    block = func.regions[0].blocks[0]
+    ret = list(block.operations)[-1]
+    out = []
+    for v in ret.operands:
+        if isinstance(v.owner, ir.Block):
+            out.append(["arg", ir.BlockArgument(v).arg_number])
+        elif v.owner.name == "arith.constant":
+            out.append(["const", ir.IntegerAttr(v.owner.attributes["value"]).value])
+        else:
+            out.append(["expr", v.owner.name])
+    return out
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--add", nargs=4, type=int, default=[256, 512, 128, 256], metavar=("M", "N", "BM", "BN"))
+    ap.add_argument("--matmul", nargs=4, type=int, default=[256, 256, 384, 128], metavar=("M", "N", "K", "B"))
+    ap.add_argument("--softmax", nargs=3, type=int, default=[64, 256, 16], metavar=("M", "N", "BM"))
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--module", nargs="+", metavar="FILE")
+    a = ap.parse_args(argv)
+    if a.module:
+        out = {f: structure(open(f, encoding="utf-8").read()) for f in a.module}
+    else:
+        dtype = jnp.dtype(a.dtype)
+        kernels = {"add": add(*a.add, dtype), "matmul": matmul(*a.matmul, dtype), "softmax": softmax(*a.softmax, dtype)}
+        out = {name: structure(mosaic_body(call, args)) for name, (call, args) in kernels.items()}
+    print(json.dumps(out, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
