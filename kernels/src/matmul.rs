@@ -41,14 +41,22 @@ fn input_shapes(shape: &[usize]) -> Vec<Vec<usize>> {
 fn launch(shape: &[usize]) -> Result<Launch, String> {
     let [m, n, k] = problem(&SHIPPED, shape)?;
     // k is x's lane dim and y's sublane dim: the lane rule is the stricter one.
-    let (bm, bn, bk) = (sublane_block(m), lane_block(n), lane_block(k));
-    Ok(matmul::launch()
+    Ok(launch_with_blocks(
+        [m, n, k],
+        [sublane_block(m), lane_block(n), lane_block(k)],
+    ))
+}
+
+/// The matmul launch for problem `[m, n, k]` with blocks `[bm, bn, bk]` (the autotuner's
+/// entry point; the blocks must divide the problem).
+pub fn launch_with_blocks([m, n, k]: [usize; 3], [bm, bn, bk]: [usize; 3]) -> Launch {
+    matmul::launch()
         .grid([m / bm, n / bn, k / bk])
         .input(BlockSpec::new([bm, bk], |i, _j, k| [i, k]))
         .input(BlockSpec::new([bk, bn], |_i, j, k| [k, j]))
         .output(BlockSpec::new([bm, bn], |i, j, _k| [i, j]), [m, n])
         .scratch(Vmem::<f32>::new([bm, bn]))
-        .semantics([Parallel, Parallel, Arbitrary]))
+        .semantics([Parallel, Parallel, Arbitrary])
 }
 
 fn reference(inputs: &[Vec<f64>], shape: &[usize]) -> Vec<Vec<f64>> {

@@ -9,9 +9,9 @@ use tessera_kernels::{
 use tessera_kernels::{CheckError, ShippedKernel, BF16_TOLERANCE, F32_TOLERANCE};
 use tessera_lowering::kernel::find_kernel;
 use tessera_lowering::kernel::ParamRole;
+use tessera_lowering::mosaic::{check_program, TpuGeneration};
 use tessera_lowering::prelude::*;
 use tessera_lowering::stablehlo::{batched_form_applies, Form};
-use tessera_lowering::trace::tpu::{check_tpu, TpuLimits};
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
@@ -235,8 +235,10 @@ fn default_launches_pick_tpu_legal_blocks_that_divide() {
     );
     for k in shipped() {
         for dtype in DTYPES {
-            check_tpu(&program(k, dtype, k.default_shape), &TpuLimits::default())
-                .unwrap_or_else(|e| panic!("{} {dtype}: {e}", k.name));
+            for generation in TpuGeneration::ALL {
+                check_program(&program(k, dtype, k.default_shape), generation)
+                    .unwrap_or_else(|e| panic!("{} {dtype} on {generation:?}: {e}", k.name));
+            }
         }
     }
 }

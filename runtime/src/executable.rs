@@ -42,12 +42,7 @@ impl Executable {
     ) -> Result<Executable> {
         let api = client.plugin.api();
         let start = Instant::now();
-        let format = "mlir";
-        let mut program: ffi::PJRT_Program = ffi::args();
-        program.code = module.as_ptr() as *mut _;
-        program.code_size = module.len();
-        program.format = format.as_ptr() as *const _;
-        program.format_size = format.len();
+        let program = ffi::mlir_program(module);
         let opts = options.to_proto_bytes();
         let mut a: ffi::PJRT_Client_Compile_Args = ffi::args();
         a.client = client.raw;

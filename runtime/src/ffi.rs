@@ -17,6 +17,18 @@ pub(crate) fn args<T: Default + HasStructSize>() -> T {
     a
 }
 
+/// A `PJRT_Program` over MLIR (StableHLO) text. It points into `module`, which must outlive
+/// the compile call; the plugin only reads it.
+pub(crate) fn mlir_program(module: &str) -> PJRT_Program {
+    const FORMAT: &str = "mlir";
+    let mut program: PJRT_Program = args();
+    program.code = module.as_ptr() as *mut _;
+    program.code_size = module.len();
+    program.format = FORMAT.as_ptr() as *const _;
+    program.format_size = FORMAT.len();
+    program
+}
+
 pub(crate) trait HasStructSize {
     fn set_struct_size(&mut self, n: usize);
 }

@@ -102,12 +102,7 @@ impl TpuTarget {
     pub fn compile(&self, module: &str, options: &CompileOptions) -> Result<AotCompiled> {
         let api = self.plugin.api();
         let start = Instant::now();
-        let format = "mlir";
-        let mut program: ffi::PJRT_Program = ffi::args();
-        program.code = module.as_ptr() as *mut _;
-        program.code_size = module.len();
-        program.format = format.as_ptr() as *const _;
-        program.format_size = format.len();
+        let program = ffi::mlir_program(module);
         let opts = options.to_proto_bytes();
         let mut a: ffi::PJRT_Compile_Args = ffi::args();
         a.topology = self.topology;

@@ -1,8 +1,7 @@
 //! Matmul: block sizes bm, bn, bk of the `(m/bm, n/bn, k/bk)` grid.
 
 use super::{Block, Rule, TuningSpec};
-use tessera_kernels::matmul::matmul;
-use tessera_lowering::prelude::*;
+use tessera_kernels::matmul::launch_with_blocks;
 use tessera_lowering::trace::{KernelProgram, Launch};
 use tessera_runtime::autotune::Config;
 
@@ -51,11 +50,5 @@ fn launch(shape: &[usize], c: &Config) -> Result<Launch, String> {
     if bm == 0 || bn == 0 || bk == 0 {
         return Err(format!("config `{c}` has an empty block"));
     }
-    Ok(matmul::launch()
-        .grid([m / bm, n / bn, k / bk])
-        .input(BlockSpec::new([bm, bk], |i, _j, k| [i, k]))
-        .input(BlockSpec::new([bk, bn], |_i, j, k| [k, j]))
-        .output(BlockSpec::new([bm, bn], |i, j, _k| [i, j]), [m, n])
-        .scratch(Vmem::<f32>::new([bm, bn]))
-        .semantics([Parallel, Parallel, Arbitrary]))
+    Ok(launch_with_blocks([m, n, k], [bm, bn, bk]))
 }

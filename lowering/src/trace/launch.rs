@@ -20,7 +20,8 @@
 //!   `index_map: ir::Func` (grid rank `i32` params -> block rank `i32` results, in blocks)
 //! * `scratch: Vec<ScratchBuffer>`: `name`, `dtype`, `shape`, `space` (Vmem or Smem)
 //! * `structural_hash() -> u64`, `num_steps()`, `Display` (a full text dump)
-//! * `tpu::check_tpu(&program, &TpuLimits)`: the Mosaic tiling/dtype/VMEM rules, separately
+//! * the TPU rules (tiling, 64-bit types, VMEM, reduction axes) live with the Mosaic lowering:
+//!   `mosaic::check_program(&program, generation)`
 //!
 //! Every check here reports the user's location: the `BlockSpec::new` call for block
 //! shapes and index maps, the `.grid`/`.semantics`/`.output_dtype` calls for theirs, and

@@ -44,7 +44,6 @@ mod operand;
 mod program;
 mod refs;
 mod shape_ops;
-pub mod tpu;
 mod tracer;
 mod value;
 
