@@ -126,12 +126,8 @@ fn concrete_param_dtype_mismatch() {
         .grid([1])
         .input(BlockSpec::new([8, 512], |_| [0, 0]))
         .output(BlockSpec::new([8, 128], |_| [0, 0]), [8, 128]);
-    let (err, line) = (
-        launch
-            .trace_program(&[(DType::BF16, vec![8, 512])])
-            .unwrap_err(),
-        line!(),
-    );
+    #[rustfmt::skip]
+    let (err, line) = (launch.trace_program(&[(DType::BF16, vec![8, 512])]).unwrap_err(), line!());
     assert!(
         matches!(
             err,
@@ -152,22 +148,16 @@ fn generic_float_kernel_rejects_integer_inputs() {
         .grid([1])
         .input(BlockSpec::new([8, 128], |_| [0, 0]))
         .output(BlockSpec::new([8, 128], |_| [0, 0]), [8, 128]);
-    let (err, line) = (
-        launch
-            .trace_program(&[(DType::I32, vec![8, 128])])
-            .unwrap_err(),
-        line!(),
-    );
+    #[rustfmt::skip]
+    let (err, line) = (launch.trace_program(&[(DType::I32, vec![8, 128])]).unwrap_err(), line!());
     assert_at(&err, line, "is generic over `Float` but input `x` is i32");
 }
 
 #[test]
 fn operand_counts_are_checked() {
     let launch = silu::launch().grid([1]);
-    let (err, line) = (
-        launch.trace_program(&f32s(&[&[8, 128]])).unwrap_err(),
-        line!(),
-    );
+    #[rustfmt::skip]
+    let (err, line) = (launch.trace_program(&f32s(&[&[8, 128]])).unwrap_err(), line!());
     assert!(
         matches!(
             err,
@@ -196,10 +186,8 @@ fn operand_counts_are_checked() {
 
 #[test]
 fn semantics_must_match_the_grid() {
-    let (launch, line) = (
-        silu::launch().grid([2]).semantics([Parallel, Arbitrary]),
-        line!(),
-    );
+    #[rustfmt::skip]
+    let (launch, line) = (silu::launch().grid([2]).semantics([Parallel, Arbitrary]), line!());
     let err = launch
         .input(BlockSpec::new([8, 128], |i| (i, 0)))
         .output(BlockSpec::new([8, 128], |i| (i, 0)), [16, 128])
@@ -247,7 +235,7 @@ fn shape_errors_in_the_body_point_at_the_call() {
         "axis 2 is out of range for shape [8, 128]",
     );
 
-    let line = line!() + 1;
+    let line = line!() + 2;
     let k = FnKernel::leak("bad_slice", 1, |x, o| {
         o.store(x[0].load_slice((0, 64), [8, 128]))
     });
@@ -257,7 +245,7 @@ fn shape_errors_in_the_body_point_at_the_call() {
         "dim 1: window 64..192 exceeds the ref's size 128",
     );
 
-    let line = line!() + 1;
+    let line = line!() + 2;
     let k = FnKernel::leak("bad_axis_pid", 1, |x, o| {
         o.store(x[0].load() * program_id(1).cast::<f32>())
     });
@@ -267,7 +255,7 @@ fn shape_errors_in_the_body_point_at_the_call() {
         "axis 1 is out of range for a grid of rank 1",
     );
 
-    let line = line!() + 1;
+    let line = line!() + 2;
     let k = FnKernel::leak("bad_literal", 1, |x, o| {
         o.store(x[0].load() + (program_id(0) * 2.5).cast::<f32>())
     });
@@ -277,7 +265,7 @@ fn shape_errors_in_the_body_point_at_the_call() {
         "constant 2.5 cannot be a i32",
     );
 
-    let line = line!() + 1;
+    let line = line!() + 2;
     let k = FnKernel::leak("bad_int", 1, |x, o| {
         o.store(x[0].load() + (iota::<i8>([8, 128], 0) + 300).cast::<f32>())
     });
@@ -318,7 +306,7 @@ fn traced_if_cannot_change_a_rust_value() {
 
 #[test]
 fn a_value_escaping_its_branch_is_reported() {
-    let line = line!() + 5;
+    let line = line!() + 8;
     let k = FnKernel::leak("escape", 1, |x, o| {
         let leaked = std::cell::Cell::new(None);
         let set = |()| {

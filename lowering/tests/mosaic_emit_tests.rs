@@ -282,7 +282,7 @@ kernel!(
         o.store(x.load() + v.sum(0, false).to_scalar());
     }
 );
-const SMEM_LOAD_LINE: u32 = line!() - 3;
+const SMEM_LOAD_LINE: u32 = line!() - 4;
 
 #[test]
 fn vector_load_from_smem_is_a_clean_unsupported_error_at_the_users_line() {

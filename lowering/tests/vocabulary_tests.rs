@@ -172,7 +172,7 @@ fn dynamic_slices_in_a_loop_and_smem_scratch() {
 
 #[test]
 fn out_of_bounds_dynamic_slice_names_op_and_line() {
-    let line = line!() + 1;
+    let line = line!() + 3; // the `load_slice` call below
     let k = FnKernel::leak("oob", 1, |x, o| {
         o.store(
             x[0].load_slice((0, program_id(0) * 64 + 100), [8, 32])
