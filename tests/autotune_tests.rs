@@ -251,3 +251,65 @@ fn every_shipped_kernel_has_a_space_containing_its_default() {
     assert!(tuning::for_kernel("nope", &[1], DType::F32).is_err());
     assert!(tuning::for_kernel("matmul", &[1, 2], DType::F32).is_err());
 }
+
+/// Small matmul with a tunable that changes nothing: every config is the same program, so
+/// none can beat the default beyond noise and the tuner must keep the default.
+struct NoOpTunable(tuning::KernelTuning);
+
+impl TunableKernel for NoOpTunable {
+    fn name(&self) -> String {
+        "matmul_noop_tunable".into()
+    }
+    fn space(&self) -> Space {
+        Space::new(vec![Tunable::new("copy", [0, 1, 2, 3])])
+    }
+    fn default_config(&self) -> Config {
+        Config::new([("copy", 0)])
+    }
+    fn program(&self, _: &Config) -> Result<KernelProgram, String> {
+        self.0.program(&self.0.default_config())
+    }
+    fn inputs(&self, index: usize) -> Vec<HostTensor> {
+        self.0.inputs(index)
+    }
+}
+
+#[test]
+fn configs_tied_with_the_default_do_not_replace_it() {
+    let dir = cache_dir("ties");
+    // 30 paired confirmation rounds: enough that a fluke majority of 3 in 4 is rare.
+    let options = TuneOptions {
+        measure: Measure {
+            reps: 10,
+            ..options(&dir).measure
+        },
+        ..options(&dir)
+    };
+    let report = run(&NoOpTunable(small_matmul()), &options);
+    assert_eq!(report.evaluated, 4);
+    assert_eq!(report.config, Config::new([("copy", 0)]), "{report:?}");
+    assert_eq!(report.best_time, report.default_time);
+}
+
+#[test]
+fn tuned_is_never_slower_than_the_default_by_the_confirmation() {
+    for strategy in [Strategy::Exhaustive, Strategy::PatternSearch] {
+        let dir = cache_dir(&format!("never-slower-{strategy}"));
+        let report = run(
+            &small_matmul(),
+            &TuneOptions {
+                strategy,
+                ..options(&dir)
+            },
+        );
+        let (tuned, default) = (report.best_time.unwrap(), report.default_time.unwrap());
+        assert!(
+            report.config == report.default_config
+                || tuned.as_secs_f64() < default.as_secs_f64() * 0.98,
+            "{strategy}: {} at {tuned:?} vs default {} at {default:?}",
+            report.config,
+            report.default_config
+        );
+        assert!(tuned <= default);
+    }
+}

@@ -641,3 +641,14 @@ fn computed_index_maps_run_in_the_loop() {
         assert_eq!(out[0].to_f64_vec(), want);
     }
 }
+
+/// An elementwise body over identically blocked operands is re-laid out by reshapes alone
+/// (which elements share a block cannot matter); a body that reads `program_id` or an operand
+/// blocked differently (the bias) still gets true blocks, via transposes.
+#[test]
+fn elementwise_bodies_skip_the_block_transpose_only_when_legal() {
+    let add = emit_kernel_as(&add_program(32, 384, 16, 128), Form::Batched).unwrap();
+    assert!(!add.contains("stablehlo.transpose"), "{add}");
+    let bias = emit_kernel_as(&bias_program(), Form::Batched).unwrap();
+    assert!(bias.contains("stablehlo.transpose"), "{bias}");
+}

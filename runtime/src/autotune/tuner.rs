@@ -1,7 +1,7 @@
 //! `tune`: cache lookup, then search with measured, output-checked candidates, then store.
 
 use super::cache::{self, CacheEntry, CacheKey, StoredEvaluation};
-use super::measure::{max_rel_err, Bench, Measure};
+use super::measure::{max_rel_err, median, Bench, Measure};
 use super::report::{Evaluation, Outcome, Progress, Source, TuneReport};
 use super::search::{search, Strategy, Verdict};
 use super::space::{Config, Space};
@@ -270,8 +270,14 @@ impl Session<'_> {
     }
 }
 
+/// How much faster than the default (as a fraction of its time) a finalist's confirmed
+/// median must be to replace it: closer than this is within run-to-run noise on a CPU.
+const CONFIRM_MARGIN: f64 = 0.02;
+/// The fraction of paired confirmation rounds a finalist must win against the default.
+const CONFIRM_WINS: f64 = 0.75;
+
 /// Re-times the fastest `top` configs and the default, interleaved, and sets the report's
-/// winner and both times from that (see `Measure::confirm`).
+/// winner and both times from that (see `Measure::confirm`, `beats`).
 fn confirm(
     kernel: &dyn TunableKernel,
     device: &Device,
@@ -300,19 +306,39 @@ fn confirm(
             Ok(compile_program(&program, device, Form::Auto)?)
         })
         .collect::<Result<Vec<_>, TuneError>>()?;
-    let times = bench.confirm(&exes.iter().map(|e| e.as_ref()).collect::<Vec<_>>())?;
-    report.default_time = times.first().copied();
-    // Ties keep the earlier finalist: the default first.
-    if let Some((config, time)) =
-        finalists
-            .into_iter()
-            .zip(times)
-            .reduce(|best, next| if next.1 < best.1 { next } else { best })
-    {
-        report.config = config;
-        report.best_time = Some(time);
+    let rounds = bench.confirm(&exes.iter().map(|e| e.as_ref()).collect::<Vec<_>>())?;
+    let Some(default_rounds) = rounds.first() else {
+        return Ok(());
+    };
+    let default_time = median(default_rounds.clone());
+    report.default_time = Some(default_time);
+    report.best_time = Some(default_time);
+    // The fastest challenger wins only if it clearly beats the default in this same
+    // interleaved measurement; otherwise the default stays, so the tuned config is never
+    // slower than the default by the tuner's own confirmation.
+    let challenger = finalists
+        .into_iter()
+        .zip(rounds.iter().map(|r| median(r.clone())))
+        .zip(&rounds)
+        .skip(1)
+        .min_by_key(|((_, t), _)| *t);
+    if let Some(((config, time), times)) = challenger {
+        if beats(time, times, default_time, default_rounds) {
+            report.config = config;
+            report.best_time = Some(time);
+        }
     }
     Ok(())
+}
+
+/// Whether a challenger (median `time`, per-round `times`) beats the default beyond noise:
+/// its median is `CONFIRM_MARGIN` lower, and it was faster in `CONFIRM_WINS` of the paired
+/// rounds. On a loaded machine identical programs differ by tens of percent between
+/// medians; the paired rounds share the load, so the majority test rejects such flukes.
+fn beats(time: Duration, times: &[Duration], default_time: Duration, default: &[Duration]) -> bool {
+    let wins = times.iter().zip(default).filter(|(c, d)| c < d).count();
+    time.as_secs_f64() < default_time.as_secs_f64() * (1.0 - CONFIRM_MARGIN)
+        && wins as f64 >= CONFIRM_WINS * default.len() as f64
 }
 
 /// `kernel.program(config)`, with a panic in user tracing code turned into a failure.
@@ -404,5 +430,44 @@ fn store(report: &TuneReport, key: CacheKey, cache_dir: &std::path::Path) {
             "writing the autotune cache under {}: {e}",
             cache_dir.display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finalist_must_beat_the_default_by_median_and_in_most_rounds() {
+        let ms = |v: &[u64]| {
+            v.iter()
+                .map(|&t| Duration::from_millis(t))
+                .collect::<Vec<_>>()
+        };
+        let default = ms(&[10, 10, 10, 10]);
+        let clear = ms(&[8, 8, 8, 11]);
+        assert!(beats(
+            median(clear.clone()),
+            &clear,
+            median(default.clone()),
+            &default
+        ));
+        // Faster by median but in only half the rounds: noise.
+        let lucky = ms(&[5, 5, 11, 11]);
+        assert!(!beats(
+            Duration::from_millis(5),
+            &lucky,
+            median(default.clone()),
+            &default
+        ));
+        // Faster in every round but by less than the margin.
+        let close = ms(&[9990, 9990, 9990, 9990]);
+        let slow = ms(&[10000, 10000, 10000, 10000]);
+        assert!(!beats(
+            median(close.clone()),
+            &close,
+            median(slow.clone()),
+            &slow
+        ));
     }
 }

@@ -25,6 +25,7 @@
 //! step's ops run on the same block values, only many steps side by side.
 
 use super::body::BodyEmitter;
+use super::elementwise;
 use super::error::EmitError;
 use super::grid_loop::grid_indices;
 use super::plan::{Operand, Plan};
@@ -34,7 +35,7 @@ use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
 
 /// How one dim of an operand's block moves across the grid.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum DimMap {
+pub(super) enum DimMap {
     /// Block index = grid index along this axis.
     Axis(usize),
     /// Block index fixed for every step.
@@ -124,11 +125,18 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
         .iter()
         .map(|o| f.arg(TensorType::new(o.array.clone(), o.dtype)))
         .collect();
+    let all_maps = plan
+        .inputs
+        .iter()
+        .chain(&plan.outputs)
+        .map(|o| dim_maps(plan, o))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(EmitError::internal)?;
+    let flat = elementwise::applies(plan, &all_maps);
     // Inputs are re-laid out once, before any loop.
     let mut inputs = Vec::new();
-    for (o, x) in plan.inputs.iter().zip(&args) {
-        let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
-        let (blocks, axes) = to_blocks(&mut f, &grid, o, &maps, x)?;
+    for ((o, x), maps) in plan.inputs.iter().zip(&args).zip(&all_maps) {
+        let (blocks, axes) = to_blocks(&mut f, &grid, o, maps, x, flat)?;
         inputs.push((o.param, blocks, axes));
     }
     // Outputs are carried as `parallel axes ++ sequential axes they use ++ block`, scratch as
@@ -178,8 +186,12 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
     };
     let mut outs = Vec::new();
     for ((o, blocks), layout) in plan.outputs.iter().zip(&carried).zip(&layouts) {
-        let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
-        outs.push(from_blocks(&mut f, o, &maps, blocks, layout)?);
+        outs.push(if flat {
+            f.reshape(blocks, &o.array)?
+        } else {
+            let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
+            from_blocks(&mut f, o, &maps, blocks, layout)?
+        });
     }
     let refs: Vec<&Value> = outs.iter().collect();
     Ok(f.finish(&refs)?)
@@ -304,13 +316,16 @@ fn write_at_step(
 
 /// `array` -> `used grid axes ++ block`: slice constant blocks, split grid-mapped dims into
 /// (grid, block) and move the grid parts to the front, in axis order. Returns the used axes
-/// (the blocks are the same along the others, so they are not materialized).
+/// (the blocks are the same along the others, so they are not materialized). When `flat`
+/// (see `elementwise.rs`), every axis is used and a row-major reshape to that shape stands
+/// in for the true blocks.
 fn to_blocks(
     f: &mut FuncBuilder,
     grid: &[usize],
     o: &Operand,
     maps: &[DimMap],
     x: &Value,
+    flat: bool,
 ) -> Result<(Value, Vec<usize>), EmitError> {
     let r = o.array.len();
     let lo: Vec<usize> = maps
@@ -332,6 +347,10 @@ fn to_blocks(
     } else {
         f.slice(x, &lo, &hi, &vec![1; r])?
     };
+    if flat {
+        let shape = [grid.to_vec(), o.block.clone()].concat();
+        return Ok((f.reshape(&x, &shape)?, (0..grid.len()).collect()));
+    }
     // Split: each Axis(a) dim becomes (grid[a], block[j]).
     let mut split = Vec::new();
     let mut grid_pos = vec![None; grid.len()];

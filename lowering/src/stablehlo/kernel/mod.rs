@@ -15,6 +15,7 @@
 
 mod batched;
 mod body;
+mod elementwise;
 mod error;
 mod grid_loop;
 mod plan;
