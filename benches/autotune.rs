@@ -7,11 +7,12 @@
 //! between runs does not decide whether a strategy "got within 5%".
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use std::sync::Arc;
 use std::time::Duration;
 use tessera::lowering::stablehlo::Form;
 use tessera::lowering::DType;
 use tessera::runtime::autotune::{tune, Config, Strategy, TunableKernel, TuneOptions, TuneReport};
-use tessera::runtime::{compile_program, Buffer, Device};
+use tessera::runtime::{compile_program, Buffer, Device, Executable};
 use tessera::tuning::{self, KernelTuning};
 
 const CASES: [(&str, &[usize]); 6] = [
@@ -41,29 +42,50 @@ fn name(kernel: &str, shape: &[usize]) -> String {
     format!("{kernel}/{}", dims.join("x"))
 }
 
+/// One bench case, tuned (a cache hit after the first time) and ready to run: inputs on the
+/// device and the default and tuned programs compiled.
+struct Prepared {
+    report: TuneReport,
+    inputs: Vec<Buffer>,
+    /// [default, tuned]
+    exes: [Arc<Executable>; 2],
+}
+
+fn prepare(device: &Device, kernel_name: &str, shape: &[usize]) -> Prepared {
+    let client = device.client().expect("client");
+    let kernel = tuning::for_kernel(kernel_name, shape, DType::F32).expect("space");
+    let report = tuned(&kernel, device, Strategy::Exhaustive, false);
+    let inputs = kernel
+        .inputs(0)
+        .iter()
+        .map(|t| client.upload(t).expect("upload"))
+        .collect();
+    let exe = |c: &Config| {
+        compile_program(&kernel.program(c).expect("trace"), device, Form::Auto).expect("compile")
+    };
+    let exes = [exe(&report.default_config), exe(&report.config)];
+    Prepared {
+        report,
+        inputs,
+        exes,
+    }
+}
+
 fn default_vs_tuned(c: &mut Criterion) {
     let device = Device::cpu().expect("CPU plugin");
-    let client = device.client().expect("client");
     for (kernel_name, shape) in CASES {
-        let kernel = tuning::for_kernel(kernel_name, shape, DType::F32).expect("space");
-        let report = tuned(&kernel, &device, Strategy::Exhaustive, false);
-        let inputs: Vec<Buffer> = kernel
-            .inputs(0)
-            .iter()
-            .map(|t| client.upload(t).expect("upload"))
-            .collect();
-        let refs: Vec<&Buffer> = inputs.iter().collect();
+        let p = prepare(&device, kernel_name, shape);
+        let refs: Vec<&Buffer> = p.inputs.iter().collect();
         let mut group = c.benchmark_group(name(kernel_name, shape));
         group
             .sample_size(20)
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(2));
-        for (label, config) in [
-            ("default", &report.default_config),
-            ("tuned", &report.config),
-        ] {
-            let program = kernel.program(config).expect("trace");
-            let exe = compile_program(&program, &device, Form::Auto).expect("compile");
+        let labelled = [
+            ("default", &p.report.default_config),
+            ("tuned", &p.report.config),
+        ];
+        for ((label, config), exe) in labelled.into_iter().zip(&p.exes) {
             group.bench_function(format!("{label} {config}"), |b| {
                 b.iter(|| exe.execute_blocking(&refs).expect("run"))
             });
@@ -77,22 +99,14 @@ fn default_vs_tuned(c: &mut Criterion) {
 /// medians (>= 1 means tuned is at least as fast).
 fn side_by_side(_: &mut Criterion) {
     let device = Device::cpu().expect("CPU plugin");
-    let client = device.client().expect("client");
     println!("\ndefault vs tuned, interleaved medians of 200 runs each:");
     for (kernel_name, shape) in CASES {
-        let kernel = tuning::for_kernel(kernel_name, shape, DType::F32).expect("space");
-        let report = tuned(&kernel, &device, Strategy::Exhaustive, false);
-        let inputs: Vec<Buffer> = kernel
-            .inputs(0)
-            .iter()
-            .map(|t| client.upload(t).expect("upload"))
-            .collect();
+        let Prepared {
+            report,
+            inputs,
+            exes,
+        } = prepare(&device, kernel_name, shape);
         let refs: Vec<&Buffer> = inputs.iter().collect();
-        let exe = |c: &Config| {
-            compile_program(&kernel.program(c).expect("trace"), &device, Form::Auto)
-                .expect("compile")
-        };
-        let exes = [exe(&report.default_config), exe(&report.config)];
         let mut times = [Vec::new(), Vec::new()];
         for _ in 0..200 {
             for (e, t) in exes.iter().zip(&mut times) {
