@@ -14,7 +14,12 @@ export TESSERA_JAX_PYTHON ?= $(PY)
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 CARGO ?= cargo
 
-.PHONY: setup sysdeps venv plugin build demo test bench clean-cache
+# PyTorch (the ATen ops' oracle) from PyPI: its x86_64 wheels are CUDA builds (~3 GB with the
+# nvidia packages); installed once into the venv and kept.
+TORCH := torch==2.15.0
+SWEEP_JSON := $(TESSERA_CACHE_DIR)/ops-sweep.json
+
+.PHONY: setup sysdeps venv torch python plugin build demo test test-rust test-python ops-coverage bench clean-cache
 
 setup: sysdeps venv
 
@@ -33,6 +38,16 @@ $(VENV)/.ready:
 	$(PY) -m pip install -q xla-cpu-pjrt==0.0.1 jax==0.10.2 jaxlib==0.10.2
 	touch $@
 
+# torch, pytest and maturin, for the PyTorch bridge (python/) and the ATen op sweep.
+torch: $(VENV)/.torch
+$(VENV)/.torch: $(VENV)/.ready
+	$(PY) -m pip install -q $(TORCH) pytest==9.2.0 expecttest hypothesis maturin==1.16.0
+	touch $@
+
+# The bridge: python/ (PyO3) built by maturin into the venv as the package `tessera`.
+python: torch
+	cd python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH maturin develop -q
+
 # The plugins, installed the way users install them: `tessera plugin install <kind>`.
 # CPU runs everything; libtpu compiles for TPU generations without a TPU (AOT).
 plugin: setup
@@ -46,8 +61,22 @@ demo: setup
 	$(CARGO) run --release -q --bin tessera -- plugin install cpu
 	$(CARGO) run --release -q --bin tessera -- demo
 
-test: plugin
+# Rust tests, then the Python tests (bridge, errors, overrides, the OpInfo sweep), both always.
+test: plugin python
+	@rc=0; $(MAKE) --no-print-directory test-rust || rc=1; \
+	$(MAKE) --no-print-directory test-python || rc=1; exit $$rc
+
+test-rust:
 	$(CARGO) test --workspace --no-fail-fast
+
+test-python:
+	TESSERA_SWEEP_JSON=$(SWEEP_JSON) $(PY) -m pytest -q python/tests
+
+# The sweep alone; its results go to ops/coverage/sweep.json, merged with the table by
+# `tessera ops coverage`.
+ops-coverage: plugin python
+	time $(PY) python/tools/check_ops.py --all --quiet --out ops/coverage/sweep.json
+	$(CARGO) run -q --bin tessera -- ops coverage
 
 bench: plugin
 	$(CARGO) bench --bench runtime --bench kernels

@@ -152,6 +152,28 @@ fn run_mlir_runs_a_file_with_explicit_inputs() {
 }
 
 #[test]
+fn tune_json_counts_the_feasible_space() {
+    // Matmul 128^3: of 125 block configs only bm varies (bn and bk must be 128).
+    let o = tessera(&[
+        "tune",
+        "matmul",
+        "--shape",
+        "128,128,128",
+        "--strategy",
+        "exhaustive",
+        "--retune",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON");
+    for key in ["kernel", "default_ms", "best_ms", "speedup", "best_config"] {
+        assert!(json.get(key).is_some(), "{key} missing from {json}");
+    }
+    assert_eq!(json["space_size"], 5, "{json}");
+    assert_eq!(json["evaluated"], 5, "{json}");
+}
+
+#[test]
 fn errors_are_clean_and_non_zero() {
     for (args, want) in [
         (vec!["check", "nope"], "no kernel named `nope`"),

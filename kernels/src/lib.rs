@@ -9,6 +9,7 @@ pub mod add;
 mod check;
 pub mod layer_norm;
 pub mod matmul;
+mod overrides;
 pub mod silu;
 pub mod softmax;
 mod spec;

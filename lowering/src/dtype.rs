@@ -19,10 +19,35 @@ pub enum DType {
     BF16,
     F32,
     F64,
+    /// `complex<f32>`: interleaved (re, im) f32 pairs, 8 bytes.
+    C64,
+    /// `complex<f64>`: interleaved (re, im) f64 pairs, 16 bytes.
+    C128,
 }
 
 impl DType {
-    pub const ALL: [DType; 13] = [
+    /// Every dtype, complex included. Kernels (the DSL, the interpreter, Mosaic) take only the
+    /// real ones ([`DType::REAL`]); complex is for StableHLO programs (ATen ops, FFTs).
+    pub const ALL: [DType; 15] = [
+        DType::Bool,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::C64,
+        DType::C128,
+    ];
+
+    /// Every real (non-complex) dtype: what kernels and the interpreter take.
+    pub const REAL: [DType; 13] = [
         DType::Bool,
         DType::I8,
         DType::I16,
@@ -44,7 +69,8 @@ impl DType {
             DType::Bool | DType::I8 | DType::U8 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
@@ -58,6 +84,32 @@ impl DType {
 
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// `c64` or `c128`.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// The type of each part of a complex dtype (`c64` -> `f32`, `c128` -> `f64`); a real
+    /// dtype is its own.
+    pub fn component(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
+    }
+
+    /// The complex dtype whose parts are `self` (`f32` -> `c64`, `f64` -> `c128`; f16 and
+    /// bf16 widen to `c64`, as StableHLO has no smaller complex type); `None` for integers
+    /// and bool. A complex dtype is its own.
+    pub fn to_complex(self) -> Option<DType> {
+        match self {
+            DType::F16 | DType::BF16 | DType::F32 | DType::C64 => Some(DType::C64),
+            DType::F64 | DType::C128 => Some(DType::C128),
+            _ => None,
+        }
     }
 
     pub fn is_signed_int(self) -> bool {
@@ -88,6 +140,8 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
         }
     }
 
@@ -99,6 +153,8 @@ impl DType {
             DType::U16 => "ui16",
             DType::U32 => "ui32",
             DType::U64 => "ui64",
+            DType::C64 => "complex<f32>",
+            DType::C128 => "complex<f64>",
             other => other.name(),
         }
     }
@@ -111,6 +167,8 @@ impl DType {
             DType::I16 | DType::U16 => "i16",
             DType::I32 | DType::U32 => "i32",
             DType::I64 | DType::U64 => "i64",
+            DType::C64 => "complex<f32>",
+            DType::C128 => "complex<f64>",
             other => other.name(),
         }
     }
@@ -124,7 +182,7 @@ impl fmt::Display for DType {
 
 /// Error for a dtype name that Tessera does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown dtype `{0}` (expected one of bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)")]
+#[error("unknown dtype `{0}` (expected one of bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, c64, c128)")]
 pub struct UnknownDType(pub String);
 
 impl FromStr for DType {
@@ -144,6 +202,8 @@ impl FromStr for DType {
                 "int32" | "int" => Some(DType::I32),
                 "int64" | "long" => Some(DType::I64),
                 "uint8" => Some(DType::U8),
+                "complex64" | "cfloat" => Some(DType::C64),
+                "complex128" | "cdouble" => Some(DType::C128),
                 _ => None,
             });
         found.ok_or_else(|| UnknownDType(t.to_string()))
@@ -161,5 +221,12 @@ mod tests {
             assert_eq!(d.stablehlo_name().parse::<DType>().unwrap(), d);
         }
         assert!("f128".parse::<DType>().is_err());
+        assert_eq!("complex64".parse::<DType>().unwrap(), DType::C64);
+        assert_eq!("complex<f64>".parse::<DType>().unwrap(), DType::C128);
+        assert_eq!(DType::C64.size_bytes(), 8);
+        assert_eq!(DType::C128.size_bytes(), 16);
+        assert_eq!(DType::C128.component(), DType::F64);
+        assert!(DType::C64.is_complex() && !DType::C64.is_float() && !DType::C64.is_int());
+        assert!(DType::REAL.iter().all(|d| !d.is_complex()));
     }
 }

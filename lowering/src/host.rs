@@ -1,5 +1,10 @@
 //! Dense row-major host tensors: what users hand to kernels and what the runtime and the
 //! reference interpreter read and write. Bytes are native-endian, elements packed.
+//!
+//! Complex tensors (`c64`, `c128`) store each element as an interleaved `(re, im)` pair of
+//! its component type, as PJRT, NumPy and PyTorch do. The f64 views ([`HostTensor::from_f64`],
+//! [`HostTensor::to_f64_vec`]) see only real parts (imaginary parts are zero going in, dropped
+//! coming out); [`HostTensor::from_complex`] and [`HostTensor::to_complex_vec`] see both.
 
 use crate::dtype::DType;
 use half::{bf16, f16};
@@ -29,6 +34,16 @@ pub struct HostTensor {
 impl std::fmt::Debug for HostTensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "HostTensor({}{:?}", self.dtype, self.shape)?;
+        if self.dtype.is_complex() {
+            let vals = self.to_complex_vec();
+            let shown: Vec<(f64, f64)> = vals.iter().take(8).copied().collect();
+            return write!(
+                f,
+                " {:?}{})",
+                shown,
+                if vals.len() > 8 { " ..." } else { "" }
+            );
+        }
         let vals = self.to_f64_vec();
         let shown: Vec<f64> = vals.iter().take(8).copied().collect();
         write!(
@@ -43,8 +58,65 @@ impl std::fmt::Debug for HostTensor {
 /// Rust element types that map one-to-one onto a [`DType`] on the host.
 pub trait HostElement: Copy + Send + Sync + 'static {
     const DTYPE: DType;
+    /// The element as an f64 (a complex element's real part).
     fn to_f64(self) -> f64;
+    /// The element nearest `v` (a complex element with imaginary part 0).
     fn from_f64(v: f64) -> Self;
+    /// The element as `(re, im)` (a real element's imaginary part is 0).
+    fn to_complex(self) -> (f64, f64) {
+        (self.to_f64(), 0.0)
+    }
+    /// The element nearest `re + im*i` (a real element drops `im`).
+    fn from_complex(re: f64, _im: f64) -> Self {
+        Self::from_f64(re)
+    }
+}
+
+/// A complex number as stored in `c64` (`Complex<f32>`) and `c128` (`Complex<f64>`) tensors:
+/// the real part, then the imaginary part.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Complex<T> {
+    pub re: T,
+    pub im: T,
+}
+
+impl<T> Complex<T> {
+    pub fn new(re: T, im: T) -> Self {
+        Complex { re, im }
+    }
+}
+
+impl HostElement for Complex<f32> {
+    const DTYPE: DType = DType::C64;
+    fn to_f64(self) -> f64 {
+        self.re as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        Complex::new(v as f32, 0.0)
+    }
+    fn to_complex(self) -> (f64, f64) {
+        (self.re as f64, self.im as f64)
+    }
+    fn from_complex(re: f64, im: f64) -> Self {
+        Complex::new(re as f32, im as f32)
+    }
+}
+
+impl HostElement for Complex<f64> {
+    const DTYPE: DType = DType::C128;
+    fn to_f64(self) -> f64 {
+        self.re
+    }
+    fn from_f64(v: f64) -> Self {
+        Complex::new(v, 0.0)
+    }
+    fn to_complex(self) -> (f64, f64) {
+        (self.re, self.im)
+    }
+    fn from_complex(re: f64, im: f64) -> Self {
+        Complex::new(re, im)
+    }
 }
 
 macro_rules! host_element {
@@ -132,6 +204,14 @@ macro_rules! with_host_type {
                 type $T = f64;
                 $body
             }
+            $crate::DType::C64 => {
+                type $T = $crate::host::Complex<f32>;
+                $body
+            }
+            $crate::DType::C128 => {
+                type $T = $crate::host::Complex<f64>;
+                $body
+            }
         }
     };
 }
@@ -182,7 +262,8 @@ impl HostTensor {
         }
     }
 
-    /// A tensor of `dtype` whose elements are `values` rounded (or truncated) to that dtype.
+    /// A tensor of `dtype` whose elements are `values` rounded (or truncated) to that dtype
+    /// (complex dtypes get imaginary parts 0).
     pub fn from_f64(dtype: DType, shape: Vec<usize>, values: &[f64]) -> Self {
         with_host_type!(dtype, T => HostTensor::from_vec::<T>(shape, values.iter().map(|&v| T::from_f64(v)).collect()))
     }
@@ -236,9 +317,21 @@ impl HostTensor {
             .collect())
     }
 
-    /// Every element widened to f64 (the float64 reference's view).
+    /// Every element widened to f64 (the float64 reference's view). For a complex tensor:
+    /// the real parts (see [`HostTensor::to_complex_vec`] for both parts).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         with_host_type!(self.dtype, T => self.to_vec::<T>().expect("dtype matches").into_iter().map(HostElement::to_f64).collect())
+    }
+
+    /// A tensor of `dtype` whose elements are `values` (`(re, im)` pairs) rounded to that
+    /// dtype; a real dtype keeps only the real parts.
+    pub fn from_complex(dtype: DType, shape: Vec<usize>, values: &[(f64, f64)]) -> Self {
+        with_host_type!(dtype, T => HostTensor::from_vec::<T>(shape, values.iter().map(|&(re, im)| T::from_complex(re, im)).collect()))
+    }
+
+    /// Every element as `(re, im)` in f64 (a real tensor's imaginary parts are 0).
+    pub fn to_complex_vec(&self) -> Vec<(f64, f64)> {
+        with_host_type!(self.dtype, T => self.to_vec::<T>().expect("dtype matches").into_iter().map(HostElement::to_complex).collect())
     }
 }
 
@@ -253,6 +346,24 @@ mod tests {
             assert_eq!(t.bytes().len(), 4 * d.size_bytes());
             assert_eq!(t.to_f64_vec(), vec![0.0, 1.0, 0.0, 1.0]);
         }
+    }
+
+    #[test]
+    fn complex_elements_are_interleaved_pairs() {
+        let t = HostTensor::from_complex(DType::C64, vec![2], &[(1.0, 2.0), (-3.0, 0.5)]);
+        assert_eq!(t.bytes().len(), 16);
+        assert_eq!(
+            t.to_vec::<Complex<f32>>().unwrap(),
+            vec![Complex::new(1.0, 2.0), Complex::new(-3.0, 0.5)]
+        );
+        assert_eq!(&t.bytes()[4..8], &2.0f32.to_ne_bytes());
+        assert_eq!(t.to_f64_vec(), vec![1.0, -3.0]);
+        assert_eq!(t.to_complex_vec(), vec![(1.0, 2.0), (-3.0, 0.5)]);
+        let w = HostTensor::from_complex(DType::C128, vec![1], &[(0.1, -0.2)]);
+        assert_eq!(w.to_complex_vec(), vec![(0.1, -0.2)]);
+        let r = HostTensor::from_complex(DType::F32, vec![1], &[(4.0, 9.0)]);
+        assert_eq!(r.to_complex_vec(), vec![(4.0, 0.0)]);
+        assert!(format!("{t:?}").contains("(1.0, 2.0)"));
     }
 
     #[test]

@@ -79,6 +79,9 @@ fn bad_generic(tracer: &KernelTracer, dtype: Option<DType>, bound: &str) -> Trac
     let (kernel, loc) = tracer.kernel();
     let message = match dtype {
         None => format!("is generic over `{bound}` but no dtype was given for it"),
+        Some(d) if d.is_complex() => format!(
+            "is generic over `{bound}`, but {d} is complex: kernels take real element types only"
+        ),
         Some(d) => format!("is generic over `{bound}`, which {d} does not implement"),
     };
     TraceError::Generic {
@@ -123,7 +126,9 @@ pub fn visit_element(
         Some(DType::BF16) => v.visit::<bf16>(tracer),
         Some(DType::F32) => v.visit::<f32>(tracer),
         Some(DType::F64) => v.visit::<f64>(tracer),
-        None => Err(bad_generic(tracer, None, "Element")),
+        other @ (Some(DType::C64 | DType::C128) | None) => {
+            Err(bad_generic(tracer, other, "Element"))
+        }
     }
 }
 

@@ -23,6 +23,6 @@ pub mod stablehlo;
 pub mod trace;
 
 pub use dtype::DType;
-pub use host::{HostElement, HostTensor, HostTensorError};
+pub use host::{Complex, HostElement, HostTensor, HostTensorError};
 
 pub use inventory;

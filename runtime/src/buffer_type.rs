@@ -19,6 +19,8 @@ pub(crate) fn to_pjrt(d: DType) -> B {
         DType::BF16 => B::PJRT_Buffer_Type_BF16,
         DType::F32 => B::PJRT_Buffer_Type_F32,
         DType::F64 => B::PJRT_Buffer_Type_F64,
+        DType::C64 => B::PJRT_Buffer_Type_C64,
+        DType::C128 => B::PJRT_Buffer_Type_C128,
     }
 }
 

@@ -5,6 +5,7 @@ mod demo;
 mod devices;
 mod inputs;
 mod kernels;
+mod ops;
 mod plugin;
 mod run_mlir;
 mod tune;
@@ -48,6 +49,11 @@ enum Command {
     Aot(aot::AotArgs),
     /// Tune a kernel's block sizes on the default device; cache and plot the result.
     Tune(tune::TuneArgs),
+    /// The ATen op library: coverage of the op table by lowerings and the last sweep.
+    Ops {
+        #[command(subcommand)]
+        action: ops::OpsAction,
+    },
     /// Run a kernel on random inputs, compare to its float64 reference, print the max error
     /// (exit code 1 on mismatch).
     Check(kernels::CheckArgs),
@@ -65,6 +71,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => kernels::check(&args),
         Command::Aot(args) => aot::run(&args),
         Command::Tune(args) => tune::run(&args),
+        Command::Ops { action } => ops::run(action),
     };
     if cli.stats {
         print_stats();

@@ -78,7 +78,10 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
     };
     let device = Device::from_env()?;
 
-    let planned = args.budget.unwrap_or(usize::MAX).min(kernel.space().size());
+    let planned = args
+        .budget
+        .unwrap_or(usize::MAX)
+        .min(kernel.space().feasible().len());
     let bar = ProgressBar::new(planned as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} tuning [{bar:30}] {pos} measured, {elapsed} {msg}")
@@ -181,7 +184,7 @@ fn print_table(r: &TuneReport, top: usize) {
         .filter(|e| matches!(e.outcome, Outcome::Rejected(_)))
         .collect();
     println!(
-        "{}: best {} ({}), default {} ({}), {} of {} configs measured this run ({} skipped by constraints, {failed} failed, {} wrong output){}",
+        "{}: best {} ({}), default {} ({}), {} of {} feasible configs measured this run ({} skipped by constraints, {failed} failed, {} wrong output){}",
         r.kernel,
         r.config,
         ms(r.best_time).map_or("-".into(), |v| format!("{v:.3} ms")),

@@ -51,8 +51,9 @@ pub(crate) fn unravel(mut flat: usize, shape: &[usize], out: &mut [usize]) {
 /// to nearest, integers wrap around (two's complement), bools are nonzero.
 pub(crate) fn round(dtype: DType, x: f64) -> f64 {
     match dtype {
-        DType::F64 => x,
-        DType::F32 => x as f32 as f64,
+        // Complex never reaches the interpreter (`run` refuses it); round its real part.
+        DType::F64 | DType::C128 => x,
+        DType::F32 | DType::C64 => x as f32 as f64,
         DType::BF16 => bf16::from_f64(x).to_f64(),
         DType::F16 => f16::from_f64(x).to_f64(),
         DType::Bool => f64::from(u8::from(x != 0.0)),

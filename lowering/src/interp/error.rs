@@ -12,6 +12,13 @@ pub enum InterpError {
         got: usize,
     },
 
+    #[error("kernel `{kernel}`: operand `{name}` is {dtype}: the interpreter runs real element types only (complex is for StableHLO programs)")]
+    Complex {
+        kernel: String,
+        name: String,
+        dtype: DType,
+    },
+
     #[error("kernel `{kernel}`: input `{name}` was traced as {expected_dtype}{expected_shape:?}, got {got_dtype}{got_shape:?}")]
     InputMismatch {
         kernel: String,

@@ -34,6 +34,14 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
             got: inputs.len(),
         });
     }
+    let operands = program.inputs.iter().chain(&program.outputs);
+    if let Some(o) = operands.into_iter().find(|o| o.dtype.is_complex()) {
+        return Err(InterpError::Complex {
+            kernel: program.name.clone(),
+            name: o.name.clone(),
+            dtype: o.dtype,
+        });
+    }
     for (o, t) in program.inputs.iter().zip(inputs) {
         if t.dtype() != o.dtype || t.shape() != o.array_shape.as_slice() {
             return Err(InterpError::InputMismatch {

@@ -73,10 +73,16 @@ pub fn check_tiling(role: &str, o: &BlockOperand) -> Result<(), MosaicError> {
     Ok(())
 }
 
-/// TPUs have no 64-bit vector or scalar units.
+/// TPUs have no 64-bit vector or scalar units (and kernels no complex types).
 pub fn check_no_64_bit(program: &KernelProgram) -> Result<(), MosaicError> {
-    let wide = |d: DType| d.bits() == 64;
-    let err = |what: String, dtype, loc| Err(MosaicError::SixtyFourBit { what, dtype, loc });
+    let wide = |d: DType| d.bits() >= 64;
+    let err = |what: String, dtype: DType, loc| {
+        Err(if dtype.is_complex() {
+            MosaicError::Complex { what, dtype, loc }
+        } else {
+            MosaicError::SixtyFourBit { what, dtype, loc }
+        })
+    };
     for o in program.inputs.iter().chain(&program.outputs) {
         if wide(o.dtype) {
             return err(format!("operand `{}`", o.name), o.dtype, program.launch_loc);
@@ -106,7 +112,7 @@ fn first_wide_op(f: &Func, r: &Region) -> Option<(&'static str, DType, crate::ir
             .results
             .iter()
             .map(|v| f.ty(*v).dtype())
-            .find(|d| d.bits() == 64);
+            .find(|d| d.bits() >= 64);
         match wide {
             Some(d) => Some((op.kind.name(), d, op.loc)),
             None => op

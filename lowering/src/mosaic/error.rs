@@ -23,6 +23,12 @@ pub enum MosaicError {
         sublanes: usize,
         loc: Loc,
     },
+    #[error("{loc}: {what} is {dtype}: TPU kernels take real element types only")]
+    Complex {
+        what: String,
+        dtype: DType,
+        loc: Loc,
+    },
     #[error("{loc}: {what} is {dtype}: TPUs have no 64-bit types")]
     SixtyFourBit {
         what: String,

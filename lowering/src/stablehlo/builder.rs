@@ -53,6 +53,8 @@ pub struct FuncBuilder {
     types: Vec<TensorType>,
     blocks: Vec<Block>,
     next_scope: u32,
+    /// Private functions of other modules this one calls ([`FuncBuilder::call_module`]).
+    callees: Vec<String>,
 }
 
 impl Default for FuncBuilder {
@@ -77,6 +79,7 @@ impl FuncBuilder {
                 lines: Vec::new(),
             }],
             next_scope: 1,
+            callees: Vec::new(),
         }
     }
 
@@ -120,8 +123,48 @@ impl FuncBuilder {
                 text += &format!("    {l}\n");
             }
         }
-        text += "  }\n}\n";
+        text += "  }\n";
+        for callee in &self.callees {
+            text += callee;
+        }
+        text += "}\n";
         Ok(Module { text })
+    }
+
+    /// Calls the `@main` of another finished module (a kernel lowered on its own, used as an
+    /// ATen override) as a private function of this one, with `args`, returning values of
+    /// `results` types. Its functions are copied in under fresh names, so its SSA names and
+    /// helpers cannot clash with this module's.
+    pub fn call_module(
+        &mut self,
+        module: &str,
+        args: &[&Value],
+        results: Vec<TensorType>,
+    ) -> Result<Vec<Value>, BuildError> {
+        let body = module
+            .trim()
+            .strip_prefix("module {")
+            .and_then(|b| b.strip_suffix('}'))
+            .ok_or_else(|| {
+                BuildError::shape(
+                    "func.call",
+                    "the callee module must be a plain `module { ... }`",
+                )
+            })?;
+        if !body.contains("func.func public @main(") {
+            return Err(BuildError::shape(
+                "func.call",
+                "the callee module has no `func.func public @main`",
+            ));
+        }
+        let prefix = format!("callee{}_", self.callees.len());
+        // Every function of the callee gets the prefix; `@main` also becomes private.
+        let renamed = body
+            .replace("func.func public @main(", "func.func private @main(")
+            .replace('@', &format!("@{prefix}"));
+        self.callees.push(renamed);
+        let attrs = format!("callee = @{prefix}main");
+        self.emit("func.call", args, &attrs, Vec::new(), results)
     }
 
     /// Emits one op in generic form and returns its results. `attrs` is the text inside

@@ -3,6 +3,7 @@
 //! Finite floats print as the shortest decimal that round-trips in the target type (rounded to
 //! that type first), non-finite ones as their bit pattern in hex, which MLIR reads as raw bits.
 //! Host tensors print as `dense<"0x...">`: raw little-endian bytes, exact for every dtype.
+//! Complex splats print as `(re, im)` pairs of the component type's literals.
 
 use super::error::BuildError;
 use crate::dtype::DType;
@@ -12,6 +13,9 @@ use half::{bf16, f16};
 /// The body of a splat `dense<...>` literal holding `value` in `dtype`. Integers must be
 /// integral and in range; bools must be 0 or 1.
 pub(crate) fn splat_f64(op: &'static str, dtype: DType, value: f64) -> Result<String, BuildError> {
+    if dtype.is_complex() {
+        return Ok(complex_literal(dtype, value, 0.0));
+    }
     if dtype.is_float() {
         return Ok(float_literal(dtype, value));
     }
@@ -27,6 +31,9 @@ pub(crate) fn splat_f64(op: &'static str, dtype: DType, value: f64) -> Result<St
 
 /// The body of a splat literal for an exact integer (any width, including u64 and i64).
 pub(crate) fn splat_int(op: &'static str, dtype: DType, value: i128) -> Result<String, BuildError> {
+    if dtype.is_complex() {
+        return Ok(complex_literal(dtype, value as f64, 0.0));
+    }
     if dtype.is_float() {
         return Ok(float_literal(dtype, value as f64));
     }
@@ -48,9 +55,16 @@ pub(crate) fn splat_int(op: &'static str, dtype: DType, value: i128) -> Result<S
     })
 }
 
-/// A float literal exact in `dtype` (f16, bf16, f32 or f64).
+/// `(re, im)`: a complex literal of `dtype` (c64 or c128), each part exact in the component
+/// type.
+pub(crate) fn complex_literal(dtype: DType, re: f64, im: f64) -> String {
+    let part = dtype.component();
+    format!("({}, {})", float_literal(part, re), float_literal(part, im))
+}
+
+/// A float literal exact in `dtype` (f16, bf16, f32 or f64; a complex dtype's component).
 pub(crate) fn float_literal(dtype: DType, value: f64) -> String {
-    match dtype {
+    match dtype.component() {
         DType::F64 if value.is_finite() => decimal(format!("{value:?}")),
         DType::F64 => format!("0x{:016X}", value.to_bits()),
         DType::F16 => {
@@ -106,7 +120,8 @@ pub(crate) fn dense_host(t: &HostTensor) -> String {
     }
     let mut s = String::with_capacity(2 + 2 * t.bytes().len() + 2);
     s.push_str("\"0x");
-    for chunk in t.bytes().chunks(t.dtype().size_bytes()) {
+    // Per scalar: a complex element is two scalars of its component type.
+    for chunk in t.bytes().chunks(t.dtype().component().size_bytes()) {
         // MLIR's hex form is little-endian per element; HostTensor is native-endian.
         let ordered: Vec<u8> = if cfg!(target_endian = "big") {
             chunk.iter().rev().copied().collect()
@@ -170,6 +185,18 @@ mod tests {
         assert!(splat_int("t", DType::I8, 128).is_err());
         assert!(splat_f64("t", DType::I32, 0.5).is_err());
         assert_eq!(splat_f64("t", DType::Bool, 1.0).unwrap(), "true");
+    }
+
+    #[test]
+    fn complex_splats_are_pairs() {
+        assert_eq!(splat_f64("t", DType::C64, 1.5).unwrap(), "(1.5, 0.0)");
+        assert_eq!(splat_int("t", DType::C128, -2).unwrap(), "(-2.0, 0.0)");
+        assert_eq!(
+            complex_literal(DType::C64, f64::NAN, 0.1),
+            "(0x7FC00000, 0.1)"
+        );
+        let t = HostTensor::from_complex(DType::C64, vec![1], &[(1.0, 2.0)]);
+        assert_eq!(dense_host(&t), "\"0x0000803F00000040\"");
     }
 
     #[test]

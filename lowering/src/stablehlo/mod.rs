@@ -8,7 +8,9 @@
 //! `reduce`, `reduce_window`, `scatter`, `sort`) take closures that get the builder and the
 //! region's arguments; using a value outside the region that defines it is an error. Ops
 //! print in MLIR's generic form, which both jaxlib's parser and the XLA CPU plugin's
-//! (StableHLO 1.13) accept. The tests verify and run emitted text with jaxlib (`lowering/tests/jaxlib_oracle`).
+//! (StableHLO 1.13) accept. Element types include complex (`c64`, `c128`): `fft`, `complex`,
+//! `real`, `imag`, and the elementwise ops the spec defines on complex take them.
+//! The tests verify and run emitted text with jaxlib (`lowering/tests/jaxlib_oracle`).
 //!
 //! Building `add` with broadcasting, a reduction and a matmul:
 //! ```
@@ -42,6 +44,7 @@ pub use ops::conv::{ConvDims, ConvOptions};
 pub use ops::custom::{mlir_string, RngAlgorithm};
 pub use ops::dot::{DotDims, Precision};
 pub use ops::elementwise::{BinaryOp, Comparison, UnaryOp};
+pub use ops::fft::FftType;
 pub use ops::indexing::{GatherDims, ScatterDims};
 pub use ops::reduce::{ReduceKind, Window};
 pub use types::{TensorType, Value};

@@ -25,10 +25,12 @@ except Exception as e:
     print(str(e)); sys.exit(3)
 if len(sys.argv) > 2 and sys.argv[2] == "run":
     import jax, ml_dtypes
+    jax.config.update("jax_enable_x64", True)  # else f64/c128 inputs are put as f32/c64
     from jax._src.lib import xla_client as xc
     names = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
              "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
-             "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
+             "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bool": np.bool_,
+             "c64": np.complex64, "c128": np.complex128}
     args = []
     for i, spec in enumerate(sys.argv[3:]):
         dt, shape = spec.split(":")

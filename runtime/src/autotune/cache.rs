@@ -9,8 +9,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Bumped when the file layout changes: older files then read as foreign.
-const FORMAT: u32 = 1;
+/// Bumped when the file layout or a field's meaning changes: older files then read as
+/// foreign. 2: `space_size` counts feasible configs, not the whole product.
+const FORMAT: u32 = 2;
 
 /// Everything a tuned result depends on.
 ///
@@ -69,7 +70,7 @@ impl CacheKey {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredEvaluation {
     pub config: String,
-    /// Median milliseconds, when it ran and was right.
+    /// Milliseconds of its fastest run (the search's score), when it ran and was right.
     pub ms: Option<f64>,
     /// `ok`, `failed: ...` or `rejected: ...`.
     pub outcome: String,
@@ -85,6 +86,7 @@ pub struct CacheEntry {
     pub best_ms: f64,
     pub default_config: String,
     pub default_ms: f64,
+    /// Feasible configs (those passing the constraints).
     pub space_size: usize,
     pub evaluations: Vec<StoredEvaluation>,
 }

@@ -12,7 +12,11 @@ use tessera_lowering::HostTensor;
 pub struct Measure {
     /// Untimed runs first (first-touch page faults, lazy thread pools).
     pub warmup: usize,
-    /// Timed runs; the score is their median (robust to a stray slow run).
+    /// Timed runs; a config's score is the fastest of them. Other work on the machine only
+    /// ever adds time to a run, in bursts of a few milliseconds, as long as a run: on a
+    /// loaded machine the median of 10 runs of one config varies by 20% to 100% from one
+    /// measurement to the next, and near-tied configs rank by luck. The minimum is the run
+    /// that was least disturbed, and varies by about 5%.
     pub reps: usize,
     /// Distinct input sets, used in turn, so a candidate is not flattered by inputs that
     /// stay hot in cache from the previous run.
@@ -21,8 +25,8 @@ pub struct Measure {
     /// interleaved run by run for `3 * reps` rounds, and the winner is picked from those
     /// times: a config that looked fast because the machine was quiet during its turn does
     /// not win, and the default keeps its place unless something beats it by more than a
-    /// noise margin (2% faster by median and in 3 of 4 paired rounds), so the tuned config
-    /// is never slower than the default.
+    /// noise margin (2% faster by median and in 3 of 4 paired rounds, runs disturbed by
+    /// other work left out), so the tuned config is never slower than the default.
     pub confirm: usize,
 }
 
@@ -70,20 +74,21 @@ impl Bench {
         self.run(exe, 0)?.iter().map(Buffer::to_host).collect()
     }
 
-    /// Median wall time of a run (launch to every output ready), after the warm-up.
+    /// Fastest wall time of a run (launch to every output ready) after the warm-up: see
+    /// `Measure::reps` for why not the median.
     pub(crate) fn time(&self, exe: &Executable) -> Result<Duration> {
         for i in 0..self.measure.warmup {
             self.run(exe, i)?;
         }
-        let times = (0..self.measure.reps.max(1))
-            .map(|i| self.once(exe, i))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(median(times))
+        (0..self.measure.reps.max(1)).try_fold(Duration::MAX, |fastest, i| {
+            Ok(fastest.min(self.once(exe, i)?))
+        })
     }
 
-    /// Times of `exes` measured in interleaved rounds, per exe, in round order (see
-    /// `Measure::confirm`): round `r` of every exe ran back to back, so rounds pair up.
-    pub(crate) fn confirm(&self, exes: &[&Executable]) -> Result<Vec<Vec<Duration>>> {
+    /// Times of `exes` measured in `3 * reps` interleaved rounds, per exe, in round order
+    /// (for `Measure::confirm` and rematches of near-ties): round `r` of every exe ran back
+    /// to back, so rounds pair up.
+    pub(crate) fn interleaved(&self, exes: &[&Executable]) -> Result<Vec<Vec<Duration>>> {
         let mut times = vec![Vec::new(); exes.len()];
         for round in 0..3 * self.measure.reps.max(1) {
             // Rotate who runs first: running right after another exe (or first) is not

@@ -6,9 +6,14 @@
 //! picks how much of it runs (see [`AutotuneMode`]).
 
 mod cache;
+mod confirm;
 mod measure;
+mod pattern;
+#[cfg(test)]
+mod pattern_replay;
 mod report;
 mod search;
+mod session;
 mod space;
 mod tuner;
 

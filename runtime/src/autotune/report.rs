@@ -8,7 +8,7 @@ use std::time::Duration;
 /// What became of one measured config.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    /// Right output; median time per run.
+    /// Right output; its fastest run (see `Measure::reps`).
     Measured(Duration),
     /// Did not trace, compile or run.
     Failed(String),
@@ -61,7 +61,7 @@ pub struct TuneReport {
     pub config: Config,
     pub default_config: Config,
     /// Median times of the default and of `config`, from the interleaved confirmation
-    /// round (`None` when nothing was measured).
+    /// rounds, runs disturbed by other work left out (`None` when nothing was measured).
     pub default_time: Option<Duration>,
     pub best_time: Option<Duration>,
     /// Configs measured by this call (0 on a cache hit or without tuning).
@@ -70,7 +70,8 @@ pub struct TuneReport {
     pub history: Vec<Evaluation>,
     /// Configs a constraint rejected before measuring, with the reason.
     pub skipped: Vec<(Config, String)>,
-    /// Configs in the cartesian product (feasible or not).
+    /// Configs that pass the space's constraints: the feasible space, the one evaluations
+    /// are counted against (from the cache on a hit).
     pub space_size: usize,
     /// The cache file (absent in mode `off`).
     pub cache_path: Option<PathBuf>,

@@ -1,9 +1,11 @@
 //! `tune`: cache lookup, then search with measured, output-checked candidates, then store.
 
 use super::cache::{self, CacheEntry, CacheKey, StoredEvaluation};
-use super::measure::{max_rel_err, median, Bench, Measure};
+use super::confirm::confirm;
+use super::measure::{Bench, Measure};
 use super::report::{Evaluation, Outcome, Progress, Source, TuneReport};
-use super::search::{search, Strategy, Verdict};
+use super::search::{search, Strategy};
+use super::session::Session;
 use super::space::{Config, Space};
 use super::{AutotuneMode, TuneError};
 use crate::device::Device;
@@ -22,8 +24,9 @@ pub trait TunableKernel {
     fn name(&self) -> String;
     /// Its tunables and constraints for this problem.
     fn space(&self) -> Space;
-    /// The heuristic config: the baseline every candidate is timed and checked against, the
-    /// pattern search's start, and what `TESSERA_AUTOTUNE=off` runs. Must be in the space.
+    /// The heuristic config: the baseline every candidate is timed and checked against, one
+    /// of the pattern search's starts, and what `TESSERA_AUTOTUNE=off` runs. Must be in the
+    /// space.
     fn default_config(&self) -> Config;
     /// The launch at `config`, traced. `Err` (or a panic) makes the config a failure.
     fn program(&self, config: &Config) -> Result<KernelProgram, String>;
@@ -98,11 +101,13 @@ pub fn tune(
         evaluated: 0,
         history: Vec::new(),
         skipped: Vec::new(),
-        space_size: space.size(),
+        // Counted below, where needed: a cache hit reads it instead (it must stay cheap).
+        space_size: 0,
         cache_path: None,
         elapsed: Duration::ZERO,
     };
     if options.mode == AutotuneMode::Off {
+        report.space_size = space.feasible().len();
         report.elapsed = start.elapsed();
         return Ok(report);
     }
@@ -131,6 +136,7 @@ pub fn tune(
         Ok(_) => {}
         Err(miss) => tracing::debug!("autotune cache miss for {}: {miss:?}", kernel.name()),
     }
+    report.space_size = space.feasible().len();
     if options.mode == AutotuneMode::Cached {
         report.elapsed = start.elapsed();
         return Ok(report);
@@ -147,7 +153,10 @@ pub fn tune(
         .outputs(&exe)
         .map_err(|e| default_fails(e.to_string()))?;
     let default_time = bench.time(&exe).map_err(|e| default_fails(e.to_string()))?;
-    let planned = options.max_evals.unwrap_or(usize::MAX).min(space.size());
+    let planned = options
+        .max_evals
+        .unwrap_or(usize::MAX)
+        .min(report.space_size);
     let mut session = Session {
         kernel,
         device,
@@ -156,6 +165,9 @@ pub fn tune(
         reference: &reference,
         report: &mut report,
         memo: HashMap::new(),
+        limits: (options.max_evals, options.max_time, start),
+        planned,
+        progress,
     };
     session.record(
         origin.clone(),
@@ -163,22 +175,8 @@ pub fn tune(
             config: default.clone(),
             outcome: Outcome::Measured(default_time),
         },
-        planned,
-        progress,
     );
-    search(options.strategy, &space, &origin, &mut |at| {
-        if let Some(v) = session.memo.get(at) {
-            return *v;
-        }
-        let over_evals = options
-            .max_evals
-            .is_some_and(|m| session.report.evaluated >= m);
-        let over_time = options.max_time.is_some_and(|t| start.elapsed() >= t);
-        if over_evals || over_time {
-            return Verdict::Stop;
-        }
-        session.evaluate(at, planned, progress)
-    });
+    search(options.strategy, &space, &origin, &mut session);
 
     report.source = Source::Tuned;
     confirm(kernel, device, &bench, options.measure.confirm, &mut report)?;
@@ -187,162 +185,8 @@ pub fn tune(
     Ok(report)
 }
 
-/// One search's state: what is measured against what, and what was seen.
-struct Session<'a> {
-    kernel: &'a dyn TunableKernel,
-    device: &'a Device,
-    space: &'a Space,
-    bench: &'a Bench,
-    reference: &'a [HostTensor],
-    report: &'a mut TuneReport,
-    memo: HashMap<Vec<usize>, Verdict>,
-}
-
-impl Session<'_> {
-    fn evaluate(
-        &mut self,
-        at: &[usize],
-        planned: usize,
-        progress: &mut dyn FnMut(&Progress),
-    ) -> Verdict {
-        let config = self.space.config_at(at);
-        if let Err(reason) = self.space.check(&config) {
-            self.report.skipped.push((config, reason));
-            self.memo.insert(at.to_vec(), Verdict::Invalid);
-            return Verdict::Invalid;
-        }
-        let outcome = self.measure(&config);
-        self.record(
-            at.to_vec(),
-            Evaluation { config, outcome },
-            planned,
-            progress,
-        )
-    }
-
-    fn record(
-        &mut self,
-        at: Vec<usize>,
-        evaluation: Evaluation,
-        planned: usize,
-        progress: &mut dyn FnMut(&Progress),
-    ) -> Verdict {
-        let verdict = evaluation
-            .time()
-            .map_or(Verdict::Invalid, |t| Verdict::Score(t.as_secs_f64()));
-        self.memo.insert(at, verdict);
-        self.report.evaluated += 1;
-        progress(&Progress {
-            evaluation: &evaluation,
-            evaluated: self.report.evaluated,
-            planned,
-        });
-        self.report.history.push(evaluation);
-        verdict
-    }
-
-    fn measure(&self, config: &Config) -> Outcome {
-        let program = match build(self.kernel, config) {
-            Ok(p) => p,
-            Err(e) => return Outcome::Failed(e),
-        };
-        let exe = match compile_program(&program, self.device, Form::Auto) {
-            Ok(exe) => exe,
-            Err(e) => return Outcome::Failed(e.to_string()),
-        };
-        let got = match self.bench.outputs(&exe) {
-            Ok(got) => got,
-            Err(e) => return Outcome::Failed(e.to_string()),
-        };
-        let tolerance = self.kernel.tolerance();
-        match max_rel_err(&got, self.reference) {
-            Err(why) => return Outcome::Rejected(why),
-            Ok(err) if err.is_nan() || err > tolerance => {
-                return Outcome::Rejected(format!(
-                    "max rel err {err:.3e} vs the default config's output exceeds {tolerance:.0e}"
-                ));
-            }
-            Ok(_) => {}
-        }
-        self.bench
-            .time(&exe)
-            .map_or_else(|e| Outcome::Failed(e.to_string()), Outcome::Measured)
-    }
-}
-
-/// How much faster than the default (as a fraction of its time) a finalist's confirmed
-/// median must be to replace it: closer than this is within run-to-run noise on a CPU.
-const CONFIRM_MARGIN: f64 = 0.02;
-/// The fraction of paired confirmation rounds a finalist must win against the default.
-const CONFIRM_WINS: f64 = 0.75;
-
-/// Re-times the fastest `top` configs and the default, interleaved, and sets the report's
-/// winner and both times from that (see `Measure::confirm`, `beats`).
-fn confirm(
-    kernel: &dyn TunableKernel,
-    device: &Device,
-    bench: &Bench,
-    top: usize,
-    report: &mut TuneReport,
-) -> Result<(), TuneError> {
-    let mut finalists: Vec<Config> = vec![report.default_config.clone()];
-    finalists.extend(
-        report
-            .ranked()
-            .into_iter()
-            .map(|(c, _)| c.clone())
-            .filter(|c| *c != report.default_config)
-            .take(top),
-    );
-    // Each finalist traced and compiled before (an executable-cache hit now).
-    let exes = finalists
-        .iter()
-        .map(|c| {
-            let program = build(kernel, c).map_err(|reason| TuneError::Finalist {
-                kernel: kernel.name(),
-                config: c.to_string(),
-                reason,
-            })?;
-            Ok(compile_program(&program, device, Form::Auto)?)
-        })
-        .collect::<Result<Vec<_>, TuneError>>()?;
-    let rounds = bench.confirm(&exes.iter().map(|e| e.as_ref()).collect::<Vec<_>>())?;
-    let Some(default_rounds) = rounds.first() else {
-        return Ok(());
-    };
-    let default_time = median(default_rounds.clone());
-    report.default_time = Some(default_time);
-    report.best_time = Some(default_time);
-    // The fastest challenger wins only if it clearly beats the default in this same
-    // interleaved measurement; otherwise the default stays, so the tuned config is never
-    // slower than the default by the tuner's own confirmation.
-    let challenger = finalists
-        .into_iter()
-        .zip(rounds.iter().map(|r| median(r.clone())))
-        .zip(&rounds)
-        .skip(1)
-        .min_by_key(|((_, t), _)| *t);
-    if let Some(((config, time), times)) = challenger {
-        if beats(time, times, default_time, default_rounds) {
-            report.config = config;
-            report.best_time = Some(time);
-        }
-    }
-    Ok(())
-}
-
-/// Whether a challenger (median `time`, per-round `times`) beats the default beyond noise:
-/// its median is `CONFIRM_MARGIN` lower, and it was faster in `CONFIRM_WINS` of the paired
-/// rounds. On a loaded machine identical programs differ by tens of percent between
-/// medians; the paired rounds share the load, so the majority test rejects such flukes.
-fn beats(time: Duration, times: &[Duration], default_time: Duration, default: &[Duration]) -> bool {
-    let wins = times.iter().zip(default).filter(|(c, d)| c < d).count();
-    time.as_secs_f64() < default_time.as_secs_f64() * (1.0 - CONFIRM_MARGIN)
-        && wins as f64 >= CONFIRM_WINS * default.len() as f64
-}
-
 /// `kernel.program(config)`, with a panic in user tracing code turned into a failure.
-fn build(kernel: &dyn TunableKernel, config: &Config) -> Result<KernelProgram, String> {
+pub(crate) fn build(kernel: &dyn TunableKernel, config: &Config) -> Result<KernelProgram, String> {
     catch_unwind(AssertUnwindSafe(|| kernel.program(config)))
         .unwrap_or_else(|_| Err(format!("tracing `{config}` panicked")))
 }
@@ -379,6 +223,7 @@ fn from_cache(report: &mut TuneReport, entry: &CacheEntry) {
         report.config = c;
     }
     report.best_time = Some(ms(entry.best_ms));
+    report.space_size = entry.space_size;
     report.default_time = Some(ms(entry.default_ms));
     report.history = entry
         .evaluations
@@ -430,44 +275,5 @@ fn store(report: &TuneReport, key: CacheKey, cache_dir: &std::path::Path) {
             "writing the autotune cache under {}: {e}",
             cache_dir.display()
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_finalist_must_beat_the_default_by_median_and_in_most_rounds() {
-        let ms = |v: &[u64]| {
-            v.iter()
-                .map(|&t| Duration::from_millis(t))
-                .collect::<Vec<_>>()
-        };
-        let default = ms(&[10, 10, 10, 10]);
-        let clear = ms(&[8, 8, 8, 11]);
-        assert!(beats(
-            median(clear.clone()),
-            &clear,
-            median(default.clone()),
-            &default
-        ));
-        // Faster by median but in only half the rounds: noise.
-        let lucky = ms(&[5, 5, 11, 11]);
-        assert!(!beats(
-            Duration::from_millis(5),
-            &lucky,
-            median(default.clone()),
-            &default
-        ));
-        // Faster in every round but by less than the margin.
-        let close = ms(&[9990, 9990, 9990, 9990]);
-        let slow = ms(&[10000, 10000, 10000, 10000]);
-        assert!(!beats(
-            median(close.clone()),
-            &close,
-            median(slow.clone()),
-            &slow
-        ));
     }
 }

@@ -3,7 +3,8 @@
 //! per grid step, in front), the body runs on these batched blocks (see `body.rs`), and
 //! outputs are transposed back. `arbitrary` axes, if any, stay a `while` loop (in the TPU's
 //! order) around the batched body; outputs and scratch are carried through it, one block
-//! per parallel grid point.
+//! per parallel grid point. All-parallel grids whose body cannot tell steps apart skip the
+//! re-layout altogether: the body runs once on the whole arrays (`folded.rs`).
 //!
 //! Legal when every step's blocks are a fixed re-layout of the arrays and parallel steps
 //! cannot observe each other (checked by [`check_layout`]):
@@ -25,8 +26,8 @@
 //! step's ops run on the same block values, only many steps side by side.
 
 use super::body::BodyEmitter;
-use super::elementwise;
 use super::error::EmitError;
+use super::folded;
 use super::grid_loop::grid_indices;
 use super::plan::{Operand, Plan};
 use crate::dtype::DType;
@@ -66,7 +67,7 @@ fn check_layout(plan: &Plan) -> Result<(), String> {
 }
 
 /// Reads an index map as one [`DimMap`] per array dim, or says why it is not that simple.
-fn dim_maps(plan: &Plan, o: &Operand) -> Result<Vec<DimMap>, String> {
+pub(super) fn dim_maps(plan: &Plan, o: &Operand) -> Result<Vec<DimMap>, String> {
     let map = o.index_map;
     let defining = |v| {
         map.body
@@ -119,12 +120,6 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
     let par: Vec<usize> = (0..grid.len()).filter(|&a| plan.parallel[a]).collect();
     let seq: Vec<usize> = (0..grid.len()).filter(|&a| !plan.parallel[a]).collect();
     let extents = |axes: &[usize]| axes.iter().map(|&a| grid[a]).collect::<Vec<_>>();
-    let mut f = FuncBuilder::new("main");
-    let args: Vec<Value> = plan
-        .inputs
-        .iter()
-        .map(|o| f.arg(TensorType::new(o.array.clone(), o.dtype)))
-        .collect();
     let all_maps = plan
         .inputs
         .iter()
@@ -132,11 +127,21 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
         .map(|o| dim_maps(plan, o))
         .collect::<Result<Vec<_>, _>>()
         .map_err(EmitError::internal)?;
-    let flat = elementwise::applies(plan, &all_maps);
+    if seq.is_empty() {
+        if let Some(module) = folded::emit(plan, &all_maps)? {
+            return Ok(module);
+        }
+    }
+    let mut f = FuncBuilder::new("main");
+    let args: Vec<Value> = plan
+        .inputs
+        .iter()
+        .map(|o| f.arg(TensorType::new(o.array.clone(), o.dtype)))
+        .collect();
     // Inputs are re-laid out once, before any loop.
     let mut inputs = Vec::new();
     for ((o, x), maps) in plan.inputs.iter().zip(&args).zip(&all_maps) {
-        let (blocks, axes) = to_blocks(&mut f, &grid, o, maps, x, flat)?;
+        let (blocks, axes) = to_blocks(&mut f, &grid, o, maps, x)?;
         inputs.push((o.param, blocks, axes));
     }
     // Outputs are carried as `parallel axes ++ sequential axes they use ++ block`, scratch as
@@ -186,12 +191,8 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
     };
     let mut outs = Vec::new();
     for ((o, blocks), layout) in plan.outputs.iter().zip(&carried).zip(&layouts) {
-        outs.push(if flat {
-            f.reshape(blocks, &o.array)?
-        } else {
-            let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
-            from_blocks(&mut f, o, &maps, blocks, layout)?
-        });
+        let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
+        outs.push(from_blocks(&mut f, o, &maps, blocks, layout)?);
     }
     let refs: Vec<&Value> = outs.iter().collect();
     Ok(f.finish(&refs)?)
@@ -314,19 +315,13 @@ fn write_at_step(
     Ok(f.dynamic_update_slice(carried, &update, &refs)?)
 }
 
-/// `array` -> `used grid axes ++ block`: slice constant blocks, split grid-mapped dims into
-/// (grid, block) and move the grid parts to the front, in axis order. Returns the used axes
-/// (the blocks are the same along the others, so they are not materialized). When `flat`
-/// (see `elementwise.rs`), every axis is used and a row-major reshape to that shape stands
-/// in for the true blocks.
-fn to_blocks(
+/// `array` with each constant-index dim sliced to its one block (the other dims whole).
+pub(super) fn const_blocks(
     f: &mut FuncBuilder,
-    grid: &[usize],
     o: &Operand,
     maps: &[DimMap],
     x: &Value,
-    flat: bool,
-) -> Result<(Value, Vec<usize>), EmitError> {
+) -> Result<Value, EmitError> {
     let r = o.array.len();
     let lo: Vec<usize> = maps
         .iter()
@@ -342,19 +337,27 @@ fn to_blocks(
             }
         })
         .collect();
-    let x = if lo.iter().all(|&l| l == 0) && hi == o.array {
-        x.clone()
-    } else {
-        f.slice(x, &lo, &hi, &vec![1; r])?
-    };
-    if flat {
-        let shape = [grid.to_vec(), o.block.clone()].concat();
-        return Ok((f.reshape(&x, &shape)?, (0..grid.len()).collect()));
+    if lo.iter().all(|&l| l == 0) && hi == o.array {
+        return Ok(x.clone());
     }
+    Ok(f.slice(x, &lo, &hi, &vec![1; r])?)
+}
+
+/// `array` -> `used grid axes ++ block`: slice constant blocks, split grid-mapped dims into
+/// (grid, block) and move the grid parts to the front, in axis order. Returns the used axes
+/// (the blocks are the same along the others, so they are not materialized).
+fn to_blocks(
+    f: &mut FuncBuilder,
+    grid: &[usize],
+    o: &Operand,
+    maps: &[DimMap],
+    x: &Value,
+) -> Result<(Value, Vec<usize>), EmitError> {
+    let x = const_blocks(f, o, maps, x)?;
     // Split: each Axis(a) dim becomes (grid[a], block[j]).
     let mut split = Vec::new();
     let mut grid_pos = vec![None; grid.len()];
-    let mut block_pos = Vec::with_capacity(r);
+    let mut block_pos = Vec::with_capacity(maps.len());
     for (j, m) in maps.iter().enumerate() {
         if let DimMap::Axis(a) = m {
             grid_pos[*a] = Some(split.len());

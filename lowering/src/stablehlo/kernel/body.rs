@@ -312,14 +312,9 @@ impl<'a> BodyEmitter<'a> {
                 keepdims,
             } => {
                 let b = self.get(*x)?;
-                let kind = match r {
-                    ir::ReduceOp::Sum => ReduceKind::Sum,
-                    ir::ReduceOp::Max => ReduceKind::Max,
-                    ir::ReduceOp::Min => ReduceKind::Min,
-                };
                 let shifted: Vec<usize> = axes.iter().map(|a| a + b.axes.len()).collect();
                 Batched {
-                    v: f.reduce_kind(&b.v, kind, &shifted, *keepdims)?,
+                    v: f.reduce_kind(&b.v, reduce_kind(*r), &shifted, *keepdims)?,
                     axes: b.axes,
                 }
             }
@@ -666,11 +661,11 @@ fn static_starts(starts: &[Offset]) -> Option<Vec<usize>> {
         .collect()
 }
 
-fn grid_axis(axis: usize) -> EmitError {
+pub(super) fn grid_axis(axis: usize) -> EmitError {
     EmitError::internal(format!("grid axis {axis} does not exist"))
 }
 
-fn unary(u: ir::UnaryOp) -> UnaryOp {
+pub(super) fn unary(u: ir::UnaryOp) -> UnaryOp {
     use ir::UnaryOp as I;
     match u {
         I::Neg => UnaryOp::Negate,
@@ -690,7 +685,7 @@ fn unary(u: ir::UnaryOp) -> UnaryOp {
     }
 }
 
-fn binary(b: ir::BinaryOp) -> BinaryOp {
+pub(super) fn binary(b: ir::BinaryOp) -> BinaryOp {
     use ir::BinaryOp as I;
     match b {
         I::Add => BinaryOp::Add,
@@ -706,7 +701,15 @@ fn binary(b: ir::BinaryOp) -> BinaryOp {
     }
 }
 
-fn compare(c: ir::CompareOp) -> Comparison {
+pub(super) fn reduce_kind(r: ir::ReduceOp) -> ReduceKind {
+    match r {
+        ir::ReduceOp::Sum => ReduceKind::Sum,
+        ir::ReduceOp::Max => ReduceKind::Max,
+        ir::ReduceOp::Min => ReduceKind::Min,
+    }
+}
+
+pub(super) fn compare(c: ir::CompareOp) -> Comparison {
     use ir::CompareOp as I;
     match c {
         I::Eq => Comparison::Eq,

@@ -1,22 +1,29 @@
 //! Kernel -> StableHLO: one `func.func public @main(inputs...) -> (outputs...)` per launch.
 //!
-//! Two forms, same results:
+//! Forms, same results up to f32 rounding order:
 //! - [`Form::GridLoop`] (`grid_loop.rs`): always legal; the grid is a `while` loop over
 //!   steps in the TPU's order, blocks sliced in and out, scratch and outputs carried.
-//! - [`Form::Batched`] (`batched.rs`): every step of the parallel axes at once on re-laid-out
-//!   arrays (`vmap` over the grid), looping only over the `arbitrary` axes, if any. Legal
-//!   when index maps are grid indices or constants and the body needs no per-step control
-//!   flow along parallel axes (the rules are in `batched.rs`).
+//! - [`Form::Batched`] (`batched.rs`): every step of the parallel axes at once (`vmap` over
+//!   the grid), looping only over the `arbitrary` axes, if any. Legal when index maps are
+//!   grid indices or constants and the body needs no per-step control flow along parallel
+//!   axes (the rules are in `batched.rs`). For all-parallel grids whose body cannot tell
+//!   steps apart (elementwise ops, reductions within blocks, ...: `folded.rs`) the body runs
+//!   once on the whole arrays, as one would write it by hand; otherwise operands are
+//!   re-laid out with one leading dim per grid axis.
+//! - The accumulator pattern (`accumulate.rs`): a matmul-like body that zeroes a scratch on
+//!   the first step of its last, `arbitrary` axis, adds `dot(x, y)` blocks to it every step
+//!   and writes it out on the last is one whole-array `dot_general`.
 //!
-//! [`Form::Auto`] picks `Batched` for all-parallel grids where it is legal, else `GridLoop`.
-//! With arbitrary axes (matmul's k) the batched form is legal but measured slower than the
-//! loop on the XLA CPU plugin (256^3 and 512^3 f32 matmul, 128 blocks: ~0.5x of the loop),
-//! so it is only used when asked for.
+//! [`Form::Auto`] picks the accumulator contraction where the pattern holds, else the grid
+//! loop for grids with `arbitrary` axes (the batched form with its `while` measured ~0.5x of
+//! the loop for 256^3 and 512^3 f32 matmuls on the XLA CPU plugin), else the batched form
+//! where it is legal, else the grid loop.
 
+mod accumulate;
 mod batched;
 mod body;
-mod elementwise;
 mod error;
+mod folded;
 mod grid_loop;
 mod plan;
 
@@ -28,7 +35,8 @@ use plan::{Operand, Plan, Scratch};
 /// Which StableHLO form to emit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Form {
-    /// The batched form for all-parallel grids where it is legal, else the grid loop.
+    /// The accumulator contraction where the pattern holds, the batched form for
+    /// all-parallel grids where it is legal, else the grid loop.
     #[default]
     Auto,
     GridLoop,
@@ -48,7 +56,10 @@ pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, Emi
     let module = match form {
         Form::GridLoop => grid_loop::emit(&plan)?,
         Form::Batched => batched::emit(&plan)?,
-        Form::Auto if plan.parallel.contains(&false) => grid_loop::emit(&plan)?,
+        Form::Auto if plan.parallel.contains(&false) => match accumulate::emit(&plan)? {
+            Some(module) => module,
+            None => grid_loop::emit(&plan)?,
+        },
         // Whether the batched form applies is only fully known once its body is translated.
         Form::Auto => match batched::emit(&plan) {
             Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan)?,

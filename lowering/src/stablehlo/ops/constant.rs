@@ -23,6 +23,19 @@ impl FuncBuilder {
         self.dense(&body, ty)
     }
 
+    /// A complex tensor of type `ty` (c64 or c128) filled with `re + im*i`.
+    pub fn full_complex(&mut self, ty: TensorType, re: f64, im: f64) -> Result<Value, BuildError> {
+        if !ty.dtype.is_complex() {
+            return Err(BuildError::UnsupportedDType {
+                op: OP,
+                dtype: ty.dtype,
+                expected: "a complex type (c64, c128)",
+            });
+        }
+        let body = literal::complex_literal(ty.dtype, re, im);
+        self.dense(&body, ty)
+    }
+
     /// A rank-0 constant.
     pub fn scalar(&mut self, dtype: DType, value: f64) -> Result<Value, BuildError> {
         self.full(TensorType::scalar(dtype), value)
@@ -42,6 +55,7 @@ impl FuncBuilder {
 
     /// The largest value of `dtype` (+inf for floats): the identity of `min` reductions.
     pub fn max_value(&mut self, ty: TensorType) -> Result<Value, BuildError> {
+        unordered(ty.dtype)?;
         match ty.dtype {
             d if d.is_float() => self.full(ty, f64::INFINITY),
             DType::Bool => self.full_int(ty, 1),
@@ -52,6 +66,7 @@ impl FuncBuilder {
 
     /// The smallest value of `dtype` (-inf for floats): the identity of `max` reductions.
     pub fn min_value(&mut self, ty: TensorType) -> Result<Value, BuildError> {
+        unordered(ty.dtype)?;
         match ty.dtype {
             d if d.is_float() => self.full(ty, f64::NEG_INFINITY),
             d if d.is_signed_int() => self.full_int(ty, -(1i128 << (d.bits() - 1))),
@@ -63,4 +78,16 @@ impl FuncBuilder {
         let attrs = format!("value = dense<{body}> : {ty}");
         self.emit1(OP, &[], &attrs, ty)
     }
+}
+
+/// Complex numbers have no order, hence no largest or smallest value.
+fn unordered(dtype: DType) -> Result<(), BuildError> {
+    if dtype.is_complex() {
+        return Err(BuildError::UnsupportedDType {
+            op: OP,
+            dtype,
+            expected: "an ordered (real) type: complex numbers have no extremes",
+        });
+    }
+    Ok(())
 }

@@ -8,11 +8,18 @@ use crate::dtype::DType;
 /// What element types an op accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Accepts {
+    /// Real floats only (floor, ceil, is_finite, the CHLO special functions).
     Float,
-    /// Floats and signed integers (abs, negate, sign).
+    /// Floats and complex (exp, log, sqrt, trig: the spec's "floating-point or complex").
+    FloatOrComplex,
+    /// Floats, signed integers and complex (abs, negate, sign).
     Signed,
-    /// Floats and integers, not bool (arithmetic).
+    /// Floats, integers and complex, not bool (subtract, divide, power).
     Numeric,
+    /// Floats and integers, not bool or complex (remainder).
+    RealNumeric,
+    /// Anything but complex (maximum, minimum: complex numbers have no order).
+    Ordered,
     /// Integers and bool (bitwise logic).
     IntOrBool,
     /// Integers only (shifts, popcnt).
@@ -23,12 +30,18 @@ impl Accepts {
     fn check(self, op: &'static str, d: DType) -> Result<(), BuildError> {
         let (ok, expected) = match self {
             Accepts::Float => (d.is_float(), "a float type"),
+            Accepts::FloatOrComplex => (d.is_float() || d.is_complex(), "a float or complex type"),
             Accepts::Signed => (
-                d.is_float() || d.is_signed_int(),
-                "a float or signed integer type",
+                d.is_float() || d.is_signed_int() || d.is_complex(),
+                "a float, signed integer or complex type",
             ),
             Accepts::Numeric => (d != DType::Bool, "a numeric type (not bool)"),
-            Accepts::IntOrBool => (!d.is_float(), "an integer or bool type"),
+            Accepts::RealNumeric => (
+                d.is_float() || d.is_int(),
+                "a real numeric type (not bool or complex)",
+            ),
+            Accepts::Ordered => (!d.is_complex(), "a real type (not complex)"),
+            Accepts::IntOrBool => (d.is_int() || d == DType::Bool, "an integer or bool type"),
             Accepts::Int => (d.is_int(), "an integer type"),
         };
         if ok {
@@ -127,6 +140,8 @@ impl UnaryOp {
             Abs | Negate | Sign => Accepts::Signed,
             Not => Accepts::IntOrBool,
             PopulationCount => Accepts::Int,
+            Exponential | ExponentialMinusOne | Log | LogPlusOne | Logistic | Tanh | Sqrt
+            | Rsqrt | Cbrt | Sine | Cosine | Tan => Accepts::FloatOrComplex,
             _ => Accepts::Float,
         }
     }
@@ -178,8 +193,10 @@ impl BinaryOp {
         use BinaryOp::*;
         match self {
             // add/multiply/max/min on i1 are or/and/or/and in StableHLO: legal, so no check.
-            Add | Multiply | Maximum | Minimum => None,
-            Subtract | Divide | Remainder | Power => Some(Accepts::Numeric),
+            Add | Multiply => None,
+            Maximum | Minimum => Some(Accepts::Ordered),
+            Subtract | Divide | Power => Some(Accepts::Numeric),
+            Remainder => Some(Accepts::RealNumeric),
             Atan2 => Some(Accepts::Float),
             And | Or | Xor => Some(Accepts::IntOrBool),
             ShiftLeft | ShiftRightArithmetic | ShiftRightLogical => Some(Accepts::Int),
@@ -212,9 +229,55 @@ impl Comparison {
 }
 
 impl FuncBuilder {
+    /// A unary op; the result has `x`'s type, except `abs` of a complex tensor, which is
+    /// real (its component type).
     pub fn unary(&mut self, op: UnaryOp, x: &Value) -> Result<Value, BuildError> {
         op.accepts().check(op.op_name(), x.dtype())?;
-        self.emit1(op.op_name(), &[x], "", x.ty.clone())
+        let ty = if op == UnaryOp::Abs {
+            x.ty.with_dtype(x.dtype().component())
+        } else {
+            x.ty.clone()
+        };
+        self.emit1(op.op_name(), &[x], "", ty)
+    }
+
+    /// `complex(re, im)`: two f32 (f64) tensors of one type -> c64 (c128).
+    pub fn complex(&mut self, re: &Value, im: &Value) -> Result<Value, BuildError> {
+        const OP: &str = "stablehlo.complex";
+        if re.ty != im.ty {
+            return Err(BuildError::TypeMismatch {
+                op: OP,
+                lhs: re.ty.clone(),
+                rhs: im.ty.clone(),
+            });
+        }
+        let out = match re.dtype() {
+            DType::F32 => DType::C64,
+            DType::F64 => DType::C128,
+            d => {
+                return Err(BuildError::UnsupportedDType {
+                    op: OP,
+                    dtype: d,
+                    expected: "f32 or f64",
+                })
+            }
+        };
+        self.emit1(OP, &[re, im], "", re.ty.with_dtype(out))
+    }
+
+    /// The real part of a complex tensor (its component type); a float tensor is its own.
+    pub fn real(&mut self, x: &Value) -> Result<Value, BuildError> {
+        self.part("stablehlo.real", x)
+    }
+
+    /// The imaginary part of a complex tensor (its component type); zeros for a float one.
+    pub fn imag(&mut self, x: &Value) -> Result<Value, BuildError> {
+        self.part("stablehlo.imag", x)
+    }
+
+    fn part(&mut self, op: &'static str, x: &Value) -> Result<Value, BuildError> {
+        Accepts::FloatOrComplex.check(op, x.dtype())?;
+        self.emit1(op, &[x], "", x.ty.with_dtype(x.dtype().component()))
     }
 
     /// `is_finite(x)`: i1 of x's shape.
@@ -281,8 +344,15 @@ impl FuncBuilder {
                 rhs: b.ty.clone(),
             });
         }
+        if a.dtype().is_complex() && !matches!(dir, Comparison::Eq | Comparison::Ne) {
+            return Err(BuildError::UnsupportedDType {
+                op: OP,
+                dtype: a.dtype(),
+                expected: "an ordered (real) type: complex tensors compare with EQ and NE only",
+            });
+        }
         let kind = match a.dtype() {
-            d if d.is_float() => "FLOAT",
+            d if d.is_float() || d.is_complex() => "FLOAT",
             d if d.is_signed_int() => "SIGNED",
             _ => "UNSIGNED",
         };
@@ -331,6 +401,7 @@ impl FuncBuilder {
     /// `min(max(x, lo), hi)`; `lo`/`hi` have x's type or are rank-0 of x's dtype.
     pub fn clamp(&mut self, lo: &Value, x: &Value, hi: &Value) -> Result<Value, BuildError> {
         const OP: &str = "stablehlo.clamp";
+        Accepts::Ordered.check(OP, x.dtype())?;
         for bound in [lo, hi] {
             let ok =
                 bound.dtype() == x.dtype() && (bound.rank() == 0 || bound.shape() == x.shape());
@@ -345,11 +416,19 @@ impl FuncBuilder {
         self.emit1(OP, &[lo, x, hi], "", x.ty.clone())
     }
 
-    /// Element type conversion (float<->int truncates toward zero, bool<-x is x != 0). A no-op
-    /// returns `x` itself.
+    /// Element type conversion (float<->int truncates toward zero, bool<-x is x != 0; a real
+    /// value becomes complex with imaginary part 0). Complex to real is refused (the spec
+    /// leaves it undefined): take [`FuncBuilder::real`] first. A no-op returns `x` itself.
     pub fn convert(&mut self, x: &Value, dtype: DType) -> Result<Value, BuildError> {
         if x.dtype() == dtype {
             return Ok(x.clone());
+        }
+        if x.dtype().is_complex() && !dtype.is_complex() {
+            return Err(BuildError::UnsupportedDType {
+                op: "stablehlo.convert",
+                dtype: x.dtype(),
+                expected: "a real type when converting to a real type (take `real` first)",
+            });
         }
         self.emit1("stablehlo.convert", &[x], "", x.ty.with_dtype(dtype))
     }
@@ -357,6 +436,9 @@ impl FuncBuilder {
     /// Reinterprets the bits of each element as `dtype` of the same width.
     pub fn bitcast_convert(&mut self, x: &Value, dtype: DType) -> Result<Value, BuildError> {
         const OP: &str = "stablehlo.bitcast_convert";
+        for d in [x.dtype(), dtype] {
+            Accepts::Ordered.check(OP, d)?;
+        }
         if dtype.bits() != x.dtype().bits() {
             return Err(BuildError::shape(
                 OP,

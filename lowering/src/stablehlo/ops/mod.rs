@@ -8,6 +8,7 @@ pub mod conv;
 pub mod custom;
 pub mod dot;
 pub mod elementwise;
+pub mod fft;
 pub mod indexing;
 pub mod reduce;
 pub mod shape;

@@ -1,0 +1,48 @@
+//! Shipped kernels registered as overrides of ATen ops: `ops::dispatch` picks one when its
+//! predicate holds for the call's arguments, else the op's default lowering runs.
+//!
+//! The kernel is lowered on its own (trace -> StableHLO) and called from the op's module as a
+//! private function, so an override composes with other ops like any lowering.
+
+use crate::softmax;
+use tessera_lowering::stablehlo::emit_kernel;
+use tessera_lowering::DType;
+use tessera_ops::{Args, HostArgs, Lower, LowerError, LowerResult, OpOverride, Out};
+use tessera_runtime::DeviceKind;
+
+inventory::submit! {
+    OpOverride {
+        op: "_softmax",
+        kernel: "softmax",
+        priority: 10,
+        applies: softmax_applies,
+        lower: softmax_lower,
+    }
+}
+
+/// The softmax kernel takes 2-D f32/bf16 arrays, softmax over the last dim, with no dtype
+/// change, and shapes its row blocks tile.
+fn softmax_applies(a: &HostArgs, _device: DeviceKind) -> bool {
+    let (Ok(x), Ok(dim), Ok(half_to_float)) =
+        (a.tensor_ref("self"), a.int("dim"), a.bool("half_to_float"))
+    else {
+        return false;
+    };
+    let shape = x.shape();
+    !half_to_float
+        && matches!(x.dtype(), DType::F32 | DType::BF16)
+        && shape.len() == 2
+        && (dim == 1 || dim == -1)
+        && (softmax::SHIPPED.launch)(shape).is_ok()
+}
+
+fn softmax_lower(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let launch = (softmax::SHIPPED.launch)(x.shape()).map_err(LowerError::Unsupported)?;
+    let program = launch
+        .trace_program(&[(x.dtype(), x.shape().to_vec())])
+        .map_err(|e| LowerError::Unsupported(e.to_string()))?;
+    let text = emit_kernel(&program).map_err(|e| LowerError::Unsupported(e.to_string()))?;
+    let y = cx.call_module(&text, &[&x], vec![x.ty().clone()])?;
+    Ok(vec![Out::Tensor(y[0].clone())])
+}

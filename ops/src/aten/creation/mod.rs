@@ -1,0 +1,163 @@
+//! Default lowerings: creation (arange, empty/full/zeros/ones and their `_like`s), metadata
+//! (`sym_*`, answered without running anything), `resize_`, and random ops.
+
+mod random;
+
+use crate::aten::shape::common::*;
+use crate::aten::util::scalar_const;
+use crate::args::Args;
+use crate::error::{LowerError, LowerResult};
+use crate::lower::{Lower, Lowering, Out};
+use crate::lowerings;
+use crate::value::{ArgValue, Scalar};
+use tessera_lowering::stablehlo::TensorType;
+use tessera_lowering::DType;
+
+pub(super) const LOWERINGS: &[Lowering] = lowerings![
+    ("arange", |cx, a| arange(cx, a, false, false)),
+    ("arange.start", |cx, a| arange(cx, a, true, false)),
+    ("arange.start_step", |cx, a| arange(cx, a, true, true)),
+    ("empty.memory_format", |cx, a| fill_sized(cx, a, None)),
+    ("empty_strided", |cx, a| fill_sized(cx, a, None)),
+    ("zeros", |cx, a| fill_sized(cx, a, None)),
+    ("ones", |cx, a| fill_sized(cx, a, Some(Scalar::Int(1)))),
+    ("full", full),
+    ("empty_like", |cx, a| fill_like(cx, a, Scalar::Int(0))),
+    ("zeros_like", |cx, a| fill_like(cx, a, Scalar::Int(0))),
+    ("ones_like", |cx, a| fill_like(cx, a, Scalar::Int(1))),
+    ("full_like", |cx, a| fill_like(cx, a, a.scalar("fill_value")?)),
+    ("sym_size.int", sym_size),
+    ("sym_numel", |_, a| Ok(vec![Out::Int(a.tensor("self")?.ty().num_elements() as i64)])),
+    ("sym_stride.int", sym_stride),
+    ("sym_storage_offset", |_, _| Ok(vec![Out::Int(0)])),
+    ("sym_is_contiguous", |_, _| Ok(vec![Out::Bool(true)])),
+    ("resize_", resize),
+    ("rand", random::rand),
+    ("randn", random::randn),
+    ("randperm", random::randperm),
+    ("bernoulli.p", random::bernoulli),
+    ("native_dropout", random::native_dropout),
+];
+
+/// The `dtype=` argument: a dtype, or (as a schema default like randperm's `dtype=4`) a
+/// c10 ScalarType number.
+pub(crate) fn dtype_arg(a: &Args, name: &str) -> LowerResult<Option<DType>> {
+    match a.get(name)? {
+        ArgValue::Int(code) => Ok(Some(match code {
+            0 => DType::U8,
+            1 => DType::I8,
+            2 => DType::I16,
+            3 => DType::I32,
+            4 => DType::I64,
+            5 => DType::F16,
+            6 => DType::F32,
+            7 => DType::F64,
+            11 => DType::Bool,
+            15 => DType::BF16,
+            c => return Err(LowerError::Unsupported(format!("ScalarType {c}"))),
+        })),
+        _ => a.opt_dtype(name),
+    }
+}
+
+fn arange(cx: &mut Lower, a: &Args, has_start: bool, has_step: bool) -> LowerResult<Vec<Out>> {
+    let end = a.scalar("end")?;
+    let start = if has_start { a.scalar("start")? } else { Scalar::Int(0) };
+    let step = if has_step { a.scalar("step")? } else { Scalar::Int(1) };
+    let any_float = [start, end, step].iter().any(|s| matches!(s, Scalar::Float(_)));
+    let dtype = dtype_arg(a, "dtype")?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
+    if dtype == DType::Bool {
+        return Err(LowerError::dtype(dtype, "\"arange_cpu\" not implemented for 'Bool'"));
+    }
+    let (s, e, st) = (start.as_f64(), end.as_f64(), step.as_f64());
+    if st == 0.0 {
+        return Err(LowerError::invalid("step must be nonzero"));
+    }
+    if !s.is_finite() || !e.is_finite() {
+        return Err(LowerError::invalid(format!("unsupported range: {s} -> {e}")));
+    }
+    if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+        return Err(LowerError::invalid("upper bound and larger bound inconsistent with step sign"));
+    }
+    let size = ((e - s) / st).ceil();
+    if !(0.0..=(i64::MAX as f64)).contains(&size) || size > 1e10 {
+        return Err(LowerError::invalid(format!("invalid size, possible overflow? ({size})")));
+    }
+    let n = size as usize;
+    if n == 0 {
+        return one(zeros(cx, &[0], dtype)?);
+    }
+    let i = iota(cx, &[n], 0)?;
+    let v = if dtype.is_float() {
+        let i = cx.convert(&i, DType::F64)?;
+        let k = cx.full(TensorType::new(vec![n], DType::F64), st)?;
+        let b = cx.full(TensorType::new(vec![n], DType::F64), s)?;
+        let m = cx.mul(&i, &k)?;
+        cx.add(&m, &b)?
+    } else {
+        let trunc = |x: Scalar| match x {
+            Scalar::Float(f) => f.trunc() as i64,
+            other => other.as_f64() as i64,
+        };
+        let int_of = |x: Scalar| match x {
+            Scalar::Int(i) => i,
+            other => trunc(other),
+        };
+        let k = i64_full(cx, &[n], int_of(step))?;
+        let b = i64_full(cx, &[n], int_of(start))?;
+        let m = cx.mul(&i, &k)?;
+        cx.add(&m, &b)?
+    };
+    one(cx.convert(&v, dtype)?)
+}
+
+/// `empty`/`zeros`/`ones` of `size` (default dtype f32).
+fn fill_sized(cx: &mut Lower, a: &Args, value: Option<Scalar>) -> LowerResult<Vec<Out>> {
+    let shape = sizes(&a.int_list("size")?)?;
+    let dtype = dtype_arg(a, "dtype")?.unwrap_or(DType::F32);
+    let v = scalar_const(cx, value.unwrap_or(Scalar::Int(0)), dtype)?;
+    one(cx.broadcast_to(&v, &shape)?)
+}
+
+fn full(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let shape = sizes(&a.int_list("size")?)?;
+    let fill = a.scalar("fill_value")?;
+    let dtype = dtype_arg(a, "dtype")?.unwrap_or(fill.default_dtype());
+    let v = scalar_const(cx, fill, dtype)?;
+    one(cx.broadcast_to(&v, &shape)?)
+}
+
+fn fill_like(cx: &mut Lower, a: &Args, value: Scalar) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let dtype = dtype_arg(a, "dtype")?.unwrap_or(x.dtype());
+    let v = scalar_const(cx, value, dtype)?;
+    one(cx.broadcast_to(&v, x.shape())?)
+}
+
+fn sym_size(_cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let d = wrap_dim_strict(a.int("dim")?, x.rank())?;
+    Ok(vec![Out::Int(x.shape()[d] as i64)])
+}
+
+fn sym_stride(_cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let d = wrap_dim_strict(a.int("dim")?, x.rank())?;
+    Ok(vec![Out::Int(contiguous_strides(x.shape())[d])])
+}
+
+/// `resize_`: the new shape holds the first elements of `self` (row-major), zeros beyond.
+fn resize(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let shape = sizes(&a.int_list("size")?)?;
+    let old = x.ty().num_elements();
+    let new: usize = shape.iter().product();
+    let flat = cx.reshape(&x, &[old])?;
+    let flat = if new <= old {
+        cx.slice(&flat, &[0], &[new], &[1])?
+    } else {
+        let z = zeros(cx, &[], x.dtype())?;
+        cx.pad(&flat, &z, &[0], &[(new - old) as i64], &[0])?
+    };
+    one(cx.reshape(&flat, &shape)?)
+}

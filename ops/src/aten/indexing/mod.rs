@@ -1,0 +1,30 @@
+//! Default lowerings: indexing ops (gather/scatter families, advanced indexing, nonzero,
+//! embedding).
+
+mod advanced;
+mod embed;
+mod ops;
+pub(crate) mod points;
+mod writes;
+
+use crate::lower::Lowering;
+use crate::lowerings;
+
+pub(super) const LOWERINGS: &[Lowering] = lowerings![
+    ("gather", ops::gather),
+    ("index_select", ops::index_select),
+    ("scatter.src", ops::scatter_src),
+    ("scatter.value", ops::scatter_value),
+    ("scatter_add", ops::scatter_add),
+    ("scatter_reduce.two", ops::scatter_reduce),
+    ("index_add", ops::index_add),
+    ("index_copy", ops::index_copy),
+    ("select_scatter", writes::select_scatter),
+    ("slice_scatter", writes::slice_scatter),
+    ("masked_scatter", writes::masked_scatter),
+    ("embedding", embed::embedding),
+    ("embedding_dense_backward", embed::embedding_dense_backward),
+    ("index.Tensor", advanced::index),
+    ("index_put", advanced::index_put),
+    ("nonzero", advanced::nonzero),
+];

@@ -1,0 +1,189 @@
+//! Batch norm: `_native_batch_norm_legit` (training or eval), `.no_stats`,
+//! `_native_batch_norm_legit_no_training` and the composite `batch_norm`.
+//!
+//! `save_mean`/`save_invstd` have PyTorch CPU's shapes and dtypes (`[C]` in training, `[0]` in
+//! eval; the input's dtype, or f32 for an f16/bf16 input with f32 parameters). In training mode
+//! `running_mean`/`running_var` are not updated: the functional schema has no result for them.
+
+use super::common::*;
+use super::norm::{check_float, check_vec, stats_dtype};
+use crate::args::Args;
+use crate::error::LowerResult;
+use crate::lower::{Lower, Out};
+use tessera_lowering::stablehlo::{BinaryOp, UnaryOp, Value};
+use tessera_lowering::DType;
+
+fn bn_mean(cx: &mut Lower, xc: &Value, dims: &[usize]) -> LowerResult<Value> {
+    let n: usize = dims.iter().map(|&d| xc.shape()[d]).product();
+    let s = sum(cx, xc, dims, true)?;
+    let nv = splat(cx, n as f64, xc.dtype(), s.shape())?;
+    Ok(cx.div(&s, &nv)?)
+}
+
+/// `1 / sqrt(var + eps)` as PyTorch's CPU batch norm computes it: the sum of squared
+/// deviations is kept in the statistics' dtype (so rounded for bf16, and divided by N in
+/// bf16), the inverse square root in f64.
+fn bn_invstd(cx: &mut Lower, xc: &Value, dims: &[usize], sd: DType, eps: f64) -> LowerResult<Value> {
+    let n: usize = dims.iter().map(|&d| xc.shape()[d]).product();
+    let ct = xc.dtype();
+    let mean = bn_mean(cx, xc, dims)?;
+    let d = bb(cx, BinaryOp::Subtract, xc, &mean)?;
+    let d2 = cx.mul(&d, &d)?;
+    let ss = sum(cx, &d2, dims, true)?;
+    let var = if sd == DType::BF16 {
+        let rd = Rounding::new(DType::BF16);
+        let ssr = rd.r(cx, &ss)?;
+        rd.bin_s(cx, BinaryOp::Divide, &ssr, n as f64)?
+    } else {
+        let nv = splat(cx, n as f64, ct, ss.shape())?;
+        cx.div(&ss, &nv)?
+    };
+    let v64 = cast(cx, &var, DType::F64)?;
+    let v64 = add_s(cx, &v64, eps)?;
+    let sq = cx.unary(UnaryOp::Sqrt, &v64)?;
+    let one = splat(cx, 1.0, DType::F64, sq.shape())?;
+    let inv = cx.div(&one, &sq)?;
+    cast(cx, &inv, ct)
+}
+
+/// Batch norm: `(out, save_mean, save_invstd)`; stats empty (`[0]`) in eval mode.
+#[allow(clippy::too_many_arguments)]
+fn bn(
+    cx: &mut Lower,
+    x: &Value,
+    w: Option<Value>,
+    b: Option<Value>,
+    rm: Option<Value>,
+    rv: Option<Value>,
+    training: bool,
+    eps: f64,
+) -> LowerResult<Vec<Out>> {
+    check_float(x, "batch_norm")?;
+    if x.rank() < 2 {
+        return invalid(format!(
+            "batch_norm: expected an input with at least 2 dims, got {}",
+            shape_str(x.shape())
+        ));
+    }
+    let c = x.shape()[1];
+    check_vec(&w, c, "weight")?;
+    check_vec(&b, c, "bias")?;
+    check_vec(&rm, c, "running_mean")?;
+    check_vec(&rv, c, "running_var")?;
+    let sd = stats_dtype(x.dtype(), &[w.as_ref(), b.as_ref(), rm.as_ref(), rv.as_ref()])?;
+    if !training && (rm.is_none() || rv.is_none()) {
+        return invalid("running_mean must be defined in evaluation mode");
+    }
+    if training && x.shape().iter().product::<usize>() == 0 {
+        return invalid(format!(
+            "input tensor must have at least one element, but got input_sizes = {}",
+            shape_str(x.shape())
+        ));
+    }
+    let xc = up(cx, x)?;
+    let ct = xc.dtype();
+    let shape = xc.shape().to_vec();
+    let dims: Vec<usize> = (0..x.rank()).filter(|&d| d != 1).collect();
+    let (mean, invstd) = if training {
+        let is = bn_invstd(cx, &xc, &dims, sd, eps)?;
+        let m = bn_mean(cx, &xc, &dims)?;
+        // PyTorch normalizes with the saved statistics, rounded to their dtype.
+        let m = cast(cx, &m, sd)?;
+        let m = cast(cx, &m, ct)?;
+        let is = cast(cx, &is, sd)?;
+        let is = cast(cx, &is, ct)?;
+        (cx.reshape(&m, &[c])?, cx.reshape(&is, &[c])?)
+    } else {
+        let m = cast(cx, rm.as_ref().expect("checked"), ct)?;
+        let v = cast(cx, rv.as_ref().expect("checked"), ct)?;
+        let v = add_s(cx, &v, eps)?;
+        let sq = cx.unary(UnaryOp::Sqrt, &v)?;
+        let one = splat(cx, 1.0, ct, &[c])?;
+        (m, cx.div(&one, &sq)?)
+    };
+    // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha (PyTorch's form).
+    let alpha = match &w {
+        Some(w) => {
+            let wc = cast(cx, w, ct)?;
+            cx.mul(&invstd, &wc)?
+        }
+        None => invstd.clone(),
+    };
+    let ma = cx.mul(&mean, &alpha)?;
+    let beta = match &b {
+        Some(b) => {
+            let bc = cast(cx, b, ct)?;
+            cx.sub(&bc, &ma)?
+        }
+        None => cx.neg(&ma)?,
+    };
+    let ab = bcast_vec(cx, &alpha, &shape, 1)?;
+    let bb_ = bcast_vec(cx, &beta, &shape, 1)?;
+    let y = cx.mul(&xc, &ab)?;
+    let y = cx.add(&y, &bb_)?;
+    let y = cast(cx, &y, x.dtype())?;
+    let (sm, si) = if training {
+        (cast(cx, &mean, sd)?, cast(cx, &invstd, sd)?)
+    } else {
+        (splat(cx, 0.0, sd, &[0])?, splat(cx, 0.0, sd, &[0])?)
+    };
+    Ok(vec![Out::Tensor(y), Out::Tensor(sm), Out::Tensor(si)])
+}
+
+pub(crate) fn batch_norm_legit(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("input")?;
+    bn(
+        cx,
+        &x,
+        a.opt_tensor("weight")?,
+        a.opt_tensor("bias")?,
+        Some(a.tensor("running_mean")?),
+        Some(a.tensor("running_var")?),
+        a.bool("training")?,
+        a.float("eps")?,
+    )
+}
+
+pub(crate) fn batch_norm_legit_no_stats(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("input")?;
+    bn(
+        cx,
+        &x,
+        a.opt_tensor("weight")?,
+        a.opt_tensor("bias")?,
+        None,
+        None,
+        a.bool("training")?,
+        a.float("eps")?,
+    )
+}
+
+pub(crate) fn batch_norm_legit_no_training(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("input")?;
+    bn(
+        cx,
+        &x,
+        a.opt_tensor("weight")?,
+        a.opt_tensor("bias")?,
+        Some(a.tensor("running_mean")?),
+        Some(a.tensor("running_var")?),
+        false,
+        a.float("eps")?,
+    )
+}
+
+pub(crate) fn batch_norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("input")?;
+    let mut r = bn(
+        cx,
+        &x,
+        a.opt_tensor("weight")?,
+        a.opt_tensor("bias")?,
+        a.opt_tensor("running_mean")?,
+        a.opt_tensor("running_var")?,
+        a.bool("training")?,
+        a.float("eps")?,
+    )?;
+    r.truncate(1);
+    Ok(r)
+}

@@ -1,0 +1,81 @@
+//! Default lowerings: nn ops (convolution, pooling, normalization, padding, upsampling and
+//! grid sampling, losses, attention, embedding bags).
+//!
+//! Half-precision inputs (f16, bf16) compute in f32 and round once, as PyTorch's CPU kernels
+//! do with their "opmath" type, except where PyTorch's CPU kernel itself rounds intermediates
+//! to the low precision (transposed convolution and col2im adds, pooling gradients, 3-d
+//! adaptive pooling, the scalar grid sampler, bf16 batch-norm statistics): there
+//! `common::Rounding` reproduces those roundings, so results agree bit for bit or nearly.
+//!
+//! Known differences from PyTorch: masked-out (`output_mask` False) or undefined gradients are
+//! zero-size tensors where PyTorch returns None; `_native_batch_norm_legit` in training mode
+//! and `batch_norm` do not update `running_mean`/`running_var` in place; class targets out of
+//! range are not detected (PyTorch raises, data-dependently).
+
+mod adaptive;
+mod attention;
+mod batch_norm;
+mod common;
+mod conv;
+mod embedding;
+mod fold;
+mod grid;
+mod loss;
+mod norm;
+mod pad;
+mod pool;
+mod upsample;
+
+use crate::lower::Lowering;
+use crate::lowerings;
+
+pub(super) const LOWERINGS: &[Lowering] = lowerings![
+    ("convolution", conv::convolution),
+    ("convolution_backward", conv::convolution_backward),
+    ("col2im", fold::col2im),
+    ("avg_pool1d", pool::avg_pool1d),
+    ("avg_pool2d", pool::avg_pool2d),
+    ("avg_pool3d", pool::avg_pool3d),
+    ("avg_pool2d_backward", pool::avg_pool2d_backward),
+    ("max_pool2d_with_indices", pool::max_pool2d_with_indices),
+    ("max_pool3d_with_indices", pool::max_pool3d_with_indices),
+    (
+        "max_pool2d_with_indices_backward",
+        pool::max_pool2d_with_indices_backward
+    ),
+    ("adaptive_avg_pool1d", adaptive::adaptive_avg_pool1d),
+    ("_adaptive_avg_pool2d", adaptive::adaptive_avg_pool2d),
+    ("_adaptive_avg_pool3d", adaptive::adaptive_avg_pool3d),
+    ("_adaptive_avg_pool2d_backward", adaptive::adaptive_avg_pool2d_backward),
+    ("_native_batch_norm_legit", batch_norm::batch_norm_legit),
+    (
+        "_native_batch_norm_legit.no_stats",
+        batch_norm::batch_norm_legit_no_stats
+    ),
+    (
+        "_native_batch_norm_legit_no_training",
+        batch_norm::batch_norm_legit_no_training
+    ),
+    ("batch_norm", batch_norm::batch_norm),
+    ("native_layer_norm", norm::native_layer_norm),
+    ("native_layer_norm_backward", norm::native_layer_norm_backward),
+    ("layer_norm", norm::layer_norm),
+    ("native_group_norm", norm::native_group_norm),
+    ("native_group_norm_backward", norm::native_group_norm_backward),
+    ("group_norm", norm::group_norm),
+    ("rms_norm", norm::rms_norm),
+    ("reflection_pad1d", |cx, a| pad::pad(cx, a, 1, pad::Mode::Reflect)),
+    ("reflection_pad2d", |cx, a| pad::pad(cx, a, 2, pad::Mode::Reflect)),
+    ("reflection_pad3d", |cx, a| pad::pad(cx, a, 3, pad::Mode::Reflect)),
+    ("replication_pad2d", |cx, a| pad::pad(cx, a, 2, pad::Mode::Replicate)),
+    ("replication_pad3d", |cx, a| pad::pad(cx, a, 3, pad::Mode::Replicate)),
+    ("upsample_nearest2d.vec", upsample::upsample_nearest2d),
+    ("upsample_bilinear2d.vec", upsample::upsample_bilinear2d),
+    ("grid_sampler_2d", grid::grid_sampler_2d),
+    ("mse_loss", loss::mse_loss),
+    ("binary_cross_entropy", loss::binary_cross_entropy),
+    ("nll_loss_forward", loss::nll_loss_forward),
+    ("cross_entropy_loss", loss::cross_entropy_loss),
+    ("scaled_dot_product_attention", attention::sdpa),
+    ("_embedding_bag", embedding::embedding_bag),
+];

@@ -1,0 +1,150 @@
+//! Pointwise ops: promotion and broadcasting as PyTorch does them.
+//!
+//! - [`common`]: operands, constants (wrapping / overflow-checked as PyTorch converts numbers),
+//!   promotion, compute dtypes (f16/bf16 compute in f32), NaN-propagating max/min, casts.
+//! - [`arith`]: add, sub, mul, div, remainder, fmod, neg, reciprocal, square, addcmul,
+//!   addcdiv, lerp.
+//! - [`pow`]: the three `pow` overloads.
+//! - [`math`]: float functions, abs, sign, rounding, atan2, isnan, isinf.
+//! - [`compare`]: comparisons, maximum/minimum, clamp, where, logical and bitwise ops.
+//! - [`activation`]: relu, gelu, elu, hardtanh, ... and pointwise backward ops.
+//! - [`misc`]: fill, masked_fill, copy, clone, _to_copy, alias, scalar_tensor,
+//!   _local_scalar_dense.
+
+mod activation;
+mod arith;
+pub(crate) mod common;
+mod compare;
+mod math;
+mod misc;
+mod pow;
+
+use crate::lower::Lowering;
+use crate::lowerings;
+use math::Rounding;
+use tessera_lowering::stablehlo::{BinaryOp, Comparison, UnaryOp};
+
+#[allow(unused_imports)]
+pub(super) use common::operand;
+#[allow(unused_imports)]
+pub(super) use math::float_unary;
+
+pub(super) const LOWERINGS: &[Lowering] = lowerings![
+    // arith
+    ("add.Tensor", |cx, a| arith::add_sub(cx, a, false)),
+    ("add.Scalar", |cx, a| arith::add_sub(cx, a, false)),
+    ("sub.Tensor", |cx, a| arith::add_sub(cx, a, true)),
+    ("sub.Scalar", |cx, a| arith::add_sub(cx, a, true)),
+    ("mul.Tensor", arith::mul),
+    ("mul.Scalar", arith::mul),
+    ("div.Tensor", arith::div),
+    ("div.Scalar", arith::div),
+    ("div.Tensor_mode", arith::div),
+    ("div.Scalar_mode", arith::div),
+    ("remainder.Tensor", arith::remainder),
+    ("remainder.Scalar", arith::remainder),
+    ("fmod.Tensor", arith::fmod),
+    ("fmod.Scalar", arith::fmod),
+    ("pow.Tensor_Tensor", pow::pow),
+    ("pow.Tensor_Scalar", pow::pow),
+    ("pow.Scalar", pow::pow),
+    ("neg", arith::neg),
+    ("reciprocal", arith::reciprocal),
+    ("square", arith::square),
+    ("addcmul", |cx, a| arith::addc(cx, a, false)),
+    ("addcdiv", |cx, a| arith::addc(cx, a, true)),
+    ("lerp.Scalar", arith::lerp),
+    ("lerp.Tensor", arith::lerp),
+    // math
+    ("abs", math::abs),
+    ("acos", |cx, a| math::float_unary(cx, a, UnaryOp::Acos)),
+    ("acosh", |cx, a| math::float_unary(cx, a, UnaryOp::Acosh)),
+    ("asin", |cx, a| math::float_unary(cx, a, UnaryOp::Asin)),
+    ("asinh", |cx, a| math::float_unary(cx, a, UnaryOp::Asinh)),
+    ("atan", |cx, a| math::float_unary(cx, a, UnaryOp::Atan)),
+    ("atanh", |cx, a| math::float_unary(cx, a, UnaryOp::Atanh)),
+    ("cos", |cx, a| math::float_unary(cx, a, UnaryOp::Cosine)),
+    ("cosh", math::cosh),
+    ("sin", |cx, a| math::float_unary(cx, a, UnaryOp::Sine)),
+    ("sinh", math::sinh),
+    ("tan", |cx, a| math::float_unary(cx, a, UnaryOp::Tan)),
+    ("tanh", |cx, a| math::float_unary(cx, a, UnaryOp::Tanh)),
+    ("erf", |cx, a| math::float_unary(cx, a, UnaryOp::Erf)),
+    ("erfinv", |cx, a| math::float_unary(cx, a, UnaryOp::ErfInv)),
+    ("exp", |cx, a| math::float_unary(cx, a, UnaryOp::Exponential)),
+    ("expm1", |cx, a| math::float_unary(cx, a, UnaryOp::ExponentialMinusOne)),
+    ("log", |cx, a| math::float_unary(cx, a, UnaryOp::Log)),
+    ("log1p", |cx, a| math::float_unary(cx, a, UnaryOp::LogPlusOne)),
+    ("sqrt", |cx, a| math::float_unary(cx, a, UnaryOp::Sqrt)),
+    ("rsqrt", |cx, a| math::float_unary(cx, a, UnaryOp::Rsqrt)),
+    ("sigmoid", |cx, a| math::float_unary(cx, a, UnaryOp::Logistic)),
+    ("exp2", math::exp2),
+    ("log2", |cx, a| math::log_base(cx, a, 2.0)),
+    ("log10", |cx, a| math::log_base(cx, a, 10.0)),
+    ("sign", math::sign),
+    ("ceil", |cx, a| math::rounding(cx, a, Rounding::Ceil)),
+    ("floor", |cx, a| math::rounding(cx, a, Rounding::Floor)),
+    ("trunc", |cx, a| math::rounding(cx, a, Rounding::Trunc)),
+    ("round", |cx, a| math::rounding(cx, a, Rounding::Round)),
+    ("atan2", math::atan2),
+    ("isnan", math::isnan_op),
+    ("isinf", math::isinf),
+    // compare
+    ("eq.Tensor", |cx, a| compare::compare(cx, a, Comparison::Eq)),
+    ("eq.Scalar", |cx, a| compare::compare(cx, a, Comparison::Eq)),
+    ("ne.Tensor", |cx, a| compare::compare(cx, a, Comparison::Ne)),
+    ("ne.Scalar", |cx, a| compare::compare(cx, a, Comparison::Ne)),
+    ("lt.Tensor", |cx, a| compare::compare(cx, a, Comparison::Lt)),
+    ("lt.Scalar", |cx, a| compare::compare(cx, a, Comparison::Lt)),
+    ("le.Tensor", |cx, a| compare::compare(cx, a, Comparison::Le)),
+    ("le.Scalar", |cx, a| compare::compare(cx, a, Comparison::Le)),
+    ("gt.Tensor", |cx, a| compare::compare(cx, a, Comparison::Gt)),
+    ("gt.Scalar", |cx, a| compare::compare(cx, a, Comparison::Gt)),
+    ("ge.Tensor", |cx, a| compare::compare(cx, a, Comparison::Ge)),
+    ("ge.Scalar", |cx, a| compare::compare(cx, a, Comparison::Ge)),
+    ("maximum", |cx, a| compare::max_min(cx, a, true)),
+    ("minimum", |cx, a| compare::max_min(cx, a, false)),
+    ("max.other", |cx, a| compare::max_min(cx, a, true)),
+    ("min.other", |cx, a| compare::max_min(cx, a, false)),
+    ("clamp", compare::clamp),
+    ("clamp.Tensor", compare::clamp_tensor),
+    ("clamp_min", compare::clamp_min),
+    ("clamp_max", compare::clamp_max),
+    ("where.self", compare::where_self),
+    ("logical_and", |cx, a| compare::logical(cx, a, BinaryOp::And)),
+    ("logical_or", |cx, a| compare::logical(cx, a, BinaryOp::Or)),
+    ("logical_xor", |cx, a| compare::logical(cx, a, BinaryOp::Xor)),
+    ("logical_not", compare::logical_not),
+    ("bitwise_and.Tensor", |cx, a| compare::bitwise(cx, a, BinaryOp::And)),
+    ("bitwise_and.Scalar", |cx, a| compare::bitwise(cx, a, BinaryOp::And)),
+    ("bitwise_or.Tensor", |cx, a| compare::bitwise(cx, a, BinaryOp::Or)),
+    ("bitwise_or.Scalar", |cx, a| compare::bitwise(cx, a, BinaryOp::Or)),
+    ("bitwise_xor.Tensor", |cx, a| compare::bitwise(cx, a, BinaryOp::Xor)),
+    ("bitwise_xor.Scalar", |cx, a| compare::bitwise(cx, a, BinaryOp::Xor)),
+    ("bitwise_not", compare::bitwise_not),
+    // activation
+    ("relu", activation::relu),
+    ("gelu", activation::gelu),
+    ("gelu_backward", activation::gelu_backward),
+    ("elu", activation::elu),
+    ("hardtanh", activation::hardtanh),
+    ("leaky_relu", activation::leaky_relu),
+    ("silu", activation::silu),
+    ("hardswish", activation::hardswish),
+    ("hardsigmoid", activation::hardsigmoid),
+    ("mish", activation::mish),
+    ("softplus", activation::softplus),
+    ("threshold_backward", activation::threshold_backward),
+    ("sigmoid_backward", activation::sigmoid_backward),
+    ("tanh_backward", activation::tanh_backward),
+    // misc
+    ("fill.Scalar", misc::fill),
+    ("masked_fill.Scalar", misc::masked_fill),
+    ("masked_fill.Tensor", misc::masked_fill),
+    ("copy", misc::copy),
+    ("clone", misc::identity),
+    ("alias", misc::identity),
+    ("_to_copy", misc::to_copy),
+    ("scalar_tensor", misc::scalar_tensor),
+    ("_local_scalar_dense", misc::local_scalar_dense),
+];

@@ -1,0 +1,222 @@
+//! Binding a call's positional and keyword arguments to an op's schema: defaults filled in,
+//! each value checked (and coerced, as PyTorch does: an int for a float, one int for `int[2]`)
+//! against its declared type.
+
+use crate::error::OpError;
+use crate::schema::{ArgSchema, ArgType, OpSchema};
+use crate::value::{ArgValue, Scalar};
+
+/// A call's arguments in schema order, every one present.
+#[derive(Clone, Debug)]
+pub struct Bound<T> {
+    pub schema: &'static OpSchema,
+    pub values: Vec<ArgValue<T>>,
+}
+
+/// Binds `args` then `kwargs` to `schema`'s arguments.
+pub fn bind<T>(
+    schema: &'static OpSchema,
+    args: Vec<ArgValue<T>>,
+    kwargs: Vec<(String, ArgValue<T>)>,
+) -> Result<Bound<T>, OpError> {
+    let bad = |reason: String| OpError::BadArgs {
+        op: schema.full_name(),
+        reason,
+    };
+    let positional = schema.args.iter().filter(|a| !a.kwarg_only).count();
+    if args.len() > positional {
+        return Err(bad(format!(
+            "takes {positional} positional argument(s) but {} were given (schema: {})",
+            args.len(),
+            schema.schema
+        )));
+    }
+    let mut slots: Vec<Option<ArgValue<T>>> = schema.args.iter().map(|_| None).collect();
+    for (i, v) in args.into_iter().enumerate() {
+        slots[i] = Some(v);
+    }
+    for (name, v) in kwargs {
+        let Some(i) = schema.args.iter().position(|a| a.name == name) else {
+            return Err(bad(format!(
+                "got an unexpected keyword argument `{name}` (schema: {})",
+                schema.schema
+            )));
+        };
+        if slots[i].is_some() {
+            return Err(bad(format!("got multiple values for argument `{name}`")));
+        }
+        slots[i] = Some(v);
+    }
+    let mut values = Vec::with_capacity(slots.len());
+    for (a, slot) in schema.args.iter().zip(slots) {
+        let v = match slot {
+            Some(v) => v,
+            None => match a.default {
+                Some(d) => parse_default(a, d).map_err(&bad)?,
+                None if a.ty == ArgType::Opaque || a.optional => ArgValue::None,
+                None => {
+                    return Err(bad(format!(
+                        "missing required argument `{}` ({:?}) (schema: {})",
+                        a.name, a.ty, schema.schema
+                    )))
+                }
+            },
+        };
+        values.push(coerce(a, v).map_err(&bad)?);
+    }
+    Ok(Bound { schema, values })
+}
+
+/// Checks `v` against `a`'s type, converting where PyTorch converts.
+fn coerce<T>(a: &ArgSchema, v: ArgValue<T>) -> Result<ArgValue<T>, String> {
+    use ArgValue as V;
+    let wrong = |v: &ArgValue<T>| {
+        format!(
+            "argument `{}` must be {}{}, not {}",
+            a.name,
+            type_name(a.ty),
+            if a.optional { " or None" } else { "" },
+            v.kind()
+        )
+    };
+    Ok(match (a.ty, v) {
+        (ArgType::Opaque, _) => V::None,
+        (_, V::None) if a.optional => V::None,
+        (ArgType::Tensor, v @ V::Tensor(_)) => v,
+        (ArgType::TensorList, v @ V::TensorList(_)) => v,
+        (ArgType::OptTensorList, V::TensorList(ts)) => {
+            V::OptTensorList(ts.into_iter().map(Some).collect())
+        }
+        (ArgType::OptTensorList, v @ V::OptTensorList(_)) => v,
+        (ArgType::Scalar, v @ (V::Bool(_) | V::Int(_) | V::Float(_))) => v,
+        (ArgType::Bool, v @ V::Bool(_)) => v,
+        (ArgType::Int, V::Bool(b)) => V::Int(b as i64),
+        (ArgType::Int, v @ V::Int(_)) => v,
+        (ArgType::Float, V::Int(i)) => V::Float(i as f64),
+        (ArgType::Float, v @ V::Float(_)) => v,
+        (ArgType::IntList, V::Int(i)) => V::IntList(vec![i; a.len.unwrap_or(1)]),
+        (ArgType::IntList, V::IntList(l)) => match a.len {
+            Some(n) if l.len() == 1 && n > 1 => V::IntList(vec![l[0]; n]),
+            _ => V::IntList(l),
+        },
+        (ArgType::FloatList, V::IntList(l)) => {
+            V::FloatList(l.into_iter().map(|i| i as f64).collect())
+        }
+        (ArgType::FloatList, v @ V::FloatList(_)) => v,
+        (ArgType::BoolList, v @ V::BoolList(_)) => v,
+        (ArgType::DType, v @ V::DType(_)) => v,
+        (ArgType::Str, v @ V::Str(_)) => v,
+        (_, v) => return Err(wrong(&v)),
+    })
+}
+
+fn type_name(t: ArgType) -> &'static str {
+    match t {
+        ArgType::Tensor => "a Tensor",
+        ArgType::TensorList => "a list of Tensors",
+        ArgType::OptTensorList => "a list of optional Tensors",
+        ArgType::Scalar => "a number",
+        ArgType::Bool => "a bool",
+        ArgType::Int => "an int",
+        ArgType::IntList => "a list of ints",
+        ArgType::Float => "a float",
+        ArgType::FloatList => "a list of floats",
+        ArgType::BoolList => "a list of bools",
+        ArgType::DType => "a dtype",
+        ArgType::Str => "a str",
+        ArgType::Opaque => "anything",
+    }
+}
+
+/// A schema default (`1`, `None`, `[0, 0]`, `"none"`, `1e-05`, `False`) as a value.
+fn parse_default<T>(a: &ArgSchema, d: &str) -> Result<ArgValue<T>, String> {
+    let bad = || format!("cannot read the default `{d}` of argument `{}`", a.name);
+    if d == "None" || a.ty == ArgType::Opaque {
+        return Ok(ArgValue::None);
+    }
+    if d == "True" || d == "False" {
+        return Ok(ArgValue::Bool(d == "True"));
+    }
+    if let Some(s) = d.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        return Ok(ArgValue::Str(s.to_string()));
+    }
+    if let Some(inner) = d.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        let items: Vec<&str> = inner
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if a.ty == ArgType::FloatList {
+            let v: Result<Vec<f64>, _> = items.iter().map(|s| s.parse::<f64>()).collect();
+            return v.map(ArgValue::FloatList).map_err(|_| bad());
+        }
+        let v: Result<Vec<i64>, _> = items.iter().map(|s| s.parse::<i64>()).collect();
+        return v.map(ArgValue::IntList).map_err(|_| bad());
+    }
+    if let Ok(i) = d.parse::<i64>() {
+        return Ok(match a.ty {
+            ArgType::Float => ArgValue::Float(i as f64),
+            ArgType::IntList => ArgValue::IntList(vec![i; a.len.unwrap_or(1)]),
+            _ => ArgValue::Int(i),
+        });
+    }
+    d.parse::<f64>().map(ArgValue::Float).map_err(|_| bad())
+}
+
+/// Reads a scalar argument value (for the accessors).
+pub(crate) fn scalar_of<T>(v: &ArgValue<T>) -> Option<Scalar> {
+    match v {
+        ArgValue::Bool(b) => Some(Scalar::Bool(*b)),
+        ArgValue::Int(i) => Some(Scalar::Int(*i)),
+        ArgValue::Float(x) => Some(Scalar::Float(*x)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::find;
+
+    type V = ArgValue<u8>;
+
+    #[test]
+    fn fills_defaults_and_coerces() {
+        let s = find("add.Tensor").unwrap();
+        let b = bind(s, vec![V::Tensor(1), V::Tensor(2)], vec![]).unwrap();
+        assert_eq!(b.values[2], V::Int(1));
+        let s = find("max_pool2d_with_indices").unwrap();
+        let b = bind(s, vec![V::Tensor(1), V::Int(2)], vec![]).unwrap();
+        assert_eq!(b.values[1], V::IntList(vec![2, 2]));
+        assert_eq!(b.values[2], V::IntList(vec![]));
+    }
+
+    #[test]
+    fn rejects_bad_arguments_by_name() {
+        let s = find("add.Tensor").unwrap();
+        let e = bind(s, vec![V::Tensor(1)], vec![]).unwrap_err().to_string();
+        assert!(e.contains("missing required argument `other`"), "{e}");
+        let e = bind(s, vec![V::Tensor(1), V::Str("x".into())], vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("argument `other` must be a Tensor, not str"),
+            "{e}"
+        );
+        let e = bind(s, vec![V::Tensor(1), V::Tensor(1), V::Int(1)], vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("takes 2 positional argument(s) but 3 were given"),
+            "{e}"
+        );
+        let e = bind(
+            s,
+            vec![V::Tensor(1), V::Tensor(1)],
+            vec![("beta".into(), V::Int(1))],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unexpected keyword argument `beta`"), "{e}");
+    }
+}

@@ -1,0 +1,77 @@
+//! What a lowering gets (a [`Lower`] context around the StableHLO builder, and its [`Args`])
+//! and what it returns ([`Out`] per schema return).
+
+use crate::args::Args;
+use crate::error::LowerResult;
+use std::ops::{Deref, DerefMut};
+use tessera_lowering::stablehlo::{FuncBuilder, Value};
+use tessera_runtime::DeviceKind;
+
+/// The function being built for one call, plus what a lowering may need to know of the call.
+pub struct Lower {
+    pub f: FuncBuilder,
+    /// Seed of the call's random stream (random ops draw from it, explicitly, so a seeded
+    /// call is reproducible).
+    pub seed: u64,
+    pub device: DeviceKind,
+}
+
+impl Deref for Lower {
+    type Target = FuncBuilder;
+    fn deref(&self) -> &FuncBuilder {
+        &self.f
+    }
+}
+
+impl DerefMut for Lower {
+    fn deref_mut(&mut self) -> &mut FuncBuilder {
+        &mut self.f
+    }
+}
+
+/// One result of a lowering, per return of the op's schema.
+#[derive(Clone, Debug)]
+pub enum Out {
+    Tensor(Value),
+    /// `Tensor[]` returns.
+    Tensors(Vec<Value>),
+    /// Only the first `count` (a rank-0 integer) entries along dim 0 of `value` are the result:
+    /// how ops whose output shape depends on the data (`nonzero`) return a padded array.
+    Prefix {
+        value: Value,
+        count: Value,
+    },
+    /// A rank-0 tensor returned to the caller as a number (`_local_scalar_dense`).
+    Item(Value),
+    /// Known without running anything (`sym_size`).
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+/// A lowering: builds the op's results from its arguments.
+pub type LowerFn = fn(&mut Lower, &Args) -> LowerResult<Vec<Out>>;
+
+/// A default lowering of one overload (`op` is the full name: `add.Tensor`, `abs`).
+#[derive(Debug)]
+pub struct Lowering {
+    pub op: &'static str,
+    pub lower: LowerFn,
+    /// Whether the lowering takes complex (c64/c128) tensors and dtype arguments. A call of
+    /// any other op with one is refused up front as unsupported, so no real-only lowering
+    /// ever sees a complex value.
+    pub complex: bool,
+}
+
+/// `Lowering { op, lower }` entries for a family's table: `lowerings![("abs", abs), ...]`
+/// (real dtypes only); `lowerings![complex: ("_fft_c2r", f), ...]` for lowerings that also
+/// take complex tensors.
+#[macro_export]
+macro_rules! lowerings {
+    (complex: $(($op:expr, $f:expr)),* $(,)?) => {
+        &[$($crate::lower::Lowering { op: $op, lower: $f, complex: true }),*]
+    };
+    ($(($op:expr, $f:expr)),* $(,)?) => {
+        &[$($crate::lower::Lowering { op: $op, lower: $f, complex: false }),*]
+    };
+}

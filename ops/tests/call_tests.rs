@@ -1,0 +1,121 @@
+//! End-to-end calls on the XLA CPU plugin: results against values computed here in f64.
+
+use tessera_lowering::{DType, HostTensor};
+use tessera_ops::{call, ArgValue, CallOptions, OpError, Output};
+use tessera_runtime::Device;
+
+fn t(dtype: DType, shape: &[usize], v: &[f64]) -> ArgValue<HostTensor> {
+    ArgValue::Tensor(HostTensor::from_f64(dtype, shape.to_vec(), v))
+}
+
+fn run(
+    op: &str,
+    args: Vec<ArgValue<HostTensor>>,
+    kwargs: Vec<(&str, ArgValue<HostTensor>)>,
+) -> Result<Vec<Output>, OpError> {
+    let kwargs = kwargs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    Ok(call(
+        op,
+        args,
+        kwargs,
+        &Device::cpu().unwrap(),
+        CallOptions::default(),
+    )?
+    .outputs)
+}
+
+fn tensor(o: &Output) -> &HostTensor {
+    match o {
+        Output::Tensor(t) => t,
+        other => panic!("expected a tensor, got {other:?}"),
+    }
+}
+
+#[test]
+fn add_broadcasts_promotes_and_scales() {
+    let out = run(
+        "aten::add.Tensor",
+        vec![
+            t(DType::I32, &[2, 2], &[1., 2., 3., 4.]),
+            t(DType::F32, &[2], &[0.5, 1.5]),
+        ],
+        vec![("alpha", ArgValue::Int(2))],
+    )
+    .unwrap();
+    let r = tensor(&out[0]);
+    assert_eq!(r.dtype(), DType::F32);
+    assert_eq!(r.to_f64_vec(), vec![2., 5., 4., 7.]);
+}
+
+#[test]
+fn int_tensor_plus_float_scalar_is_float() {
+    let out = run(
+        "add.Scalar",
+        vec![t(DType::I64, &[3], &[1., 2., 3.]), ArgValue::Float(0.5)],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(tensor(&out[0]).dtype(), DType::F32);
+    assert_eq!(tensor(&out[0]).to_f64_vec(), vec![1.5, 2.5, 3.5]);
+}
+
+#[test]
+fn inplace_runs_the_functional_op_and_says_where_to_write() {
+    let dev = Device::cpu().unwrap();
+    let r = call(
+        "add_.Tensor",
+        vec![
+            t(DType::F32, &[2], &[1., 2.]),
+            t(DType::F32, &[2], &[3., 4.]),
+        ],
+        vec![],
+        &dev,
+        CallOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(r.writes, vec![(0, 0)]);
+    assert_eq!(tensor(&r.outputs[0]).to_f64_vec(), vec![4., 6.]);
+    let e = call(
+        "add_.Tensor",
+        vec![
+            t(DType::I32, &[2], &[1., 2.]),
+            t(DType::F32, &[2], &[3., 4.]),
+        ],
+        vec![],
+        &dev,
+        CallOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("result type f32 can't be cast to the desired output type i32"),
+        "{e}"
+    );
+}
+
+#[test]
+fn errors_name_the_op_and_the_problem() {
+    let e = run("aten::no_such_op", vec![], vec![]).unwrap_err();
+    assert!(matches!(e, OpError::UnknownOp { .. }), "{e}");
+    let e = run("add.Tensor", vec![t(DType::F32, &[2], &[1., 2.])], vec![]).unwrap_err();
+    assert!(
+        e.to_string().contains("add.Tensor")
+            && e.to_string().contains("missing required argument `other`"),
+        "{e}"
+    );
+    let e = run(
+        "add.Tensor",
+        vec![
+            t(DType::F32, &[2], &[1., 2.]),
+            t(DType::F32, &[3], &[1., 2., 3.]),
+        ],
+        vec![],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("must match the size"), "{e}");
+    let e = run("abs", vec![t(DType::Bool, &[1], &[1.])], vec![]).unwrap_err();
+    assert!(e.to_string().contains("dtype bool is not supported"), "{e}");
+}

@@ -1,0 +1,190 @@
+//! `tessera._native`: the Rust side of the Python package `tessera`. The user-facing API
+//! (`tessera.ops.call`, torch tensor conversion) is in `python/tessera/`.
+
+mod convert;
+mod dlpack;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::sync::OnceLock;
+use tessera_lowering::DType;
+use tessera_ops::{CallOptions, OpError};
+use tessera_runtime::Device;
+
+// Linked for its inventory registrations (kernel overrides of ATen ops).
+use tessera_kernels as _;
+
+create_exception!(
+    _native,
+    TesseraError,
+    PyRuntimeError,
+    "Base of Tessera's errors."
+);
+create_exception!(
+    _native,
+    UnknownOpError,
+    TesseraError,
+    "The op is not in Tessera's ATen table."
+);
+create_exception!(
+    _native,
+    ArgumentError,
+    TesseraError,
+    "Arguments the op's schema or PyTorch reject."
+);
+create_exception!(
+    _native,
+    UnsupportedError,
+    TesseraError,
+    "Valid for PyTorch, not supported by Tessera (dtype, feature, unimplemented op)."
+);
+create_exception!(
+    _native,
+    DeviceError,
+    TesseraError,
+    "The PJRT device failed to compile or run the op."
+);
+
+/// A dtype argument (`torch.float32` arrives as `ScalarType("f32")`).
+#[pyclass(frozen, module = "tessera._native")]
+pub struct ScalarType {
+    pub dtype: DType,
+}
+
+#[pymethods]
+impl ScalarType {
+    #[new]
+    fn new(name: &str) -> PyResult<Self> {
+        name.parse().map(|dtype| ScalarType { dtype }).map_err(
+            |e: tessera_lowering::dtype::UnknownDType| ArgumentError::new_err(e.to_string()),
+        )
+    }
+    fn __repr__(&self) -> String {
+        format!("ScalarType({:?})", self.dtype.name())
+    }
+}
+
+fn device() -> PyResult<&'static Device> {
+    static DEVICE: OnceLock<Result<Device, String>> = OnceLock::new();
+    DEVICE
+        .get_or_init(|| Device::from_env().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| DeviceError::new_err(e.clone()))
+}
+
+fn py_err(e: OpError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        OpError::UnknownOp { .. } => UnknownOpError::new_err(msg),
+        OpError::BadArgs { .. } => ArgumentError::new_err(msg),
+        OpError::Lower {
+            source: tessera_ops::LowerError::Invalid(_),
+            ..
+        } => ArgumentError::new_err(msg),
+        OpError::Lower { .. } | OpError::NotImplemented { .. } | OpError::Override { .. } => {
+            UnsupportedError::new_err(msg)
+        }
+        OpError::Runtime { .. } => DeviceError::new_err(msg),
+    }
+}
+
+/// Runs `op` on converted arguments. Returns `(outputs, writes, kernel)`: outputs as
+/// `(dtype, shape, bytearray)` (or lists of them, or numbers), writes as
+/// `(schema arg index, arg name, output index)`, kernel = the override that ran or None.
+/// `overrides=False` runs the default lowering even where a kernel override applies.
+#[pyfunction]
+#[pyo3(signature = (op, args, kwargs, seed=0, overrides=true))]
+fn call(
+    py: Python<'_>,
+    op: &str,
+    args: &Bound<'_, PyList>,
+    kwargs: &Bound<'_, PyDict>,
+    seed: u64,
+    overrides: bool,
+) -> PyResult<(Vec<Py<PyAny>>, Vec<(usize, String, usize)>, Option<String>)> {
+    let pos = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| convert::arg(&a, &format!("{op}: argument {i}")))
+        .collect::<PyResult<Vec<_>>>()?;
+    let kw = kwargs
+        .iter()
+        .map(|(k, v)| {
+            let k: String = k.extract()?;
+            let a = convert::arg(&v, &format!("{op}: argument `{k}`"))?;
+            Ok((k, a))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let dev = device()?;
+    let result = py
+        .detach(|| {
+            tessera_ops::call(
+                op,
+                pos,
+                kw,
+                dev,
+                CallOptions {
+                    seed,
+                    skip_overrides: !overrides,
+                },
+            )
+        })
+        .map_err(py_err)?;
+    let schema = tessera_ops::find(op).expect("the call found it");
+    let outputs = result
+        .outputs
+        .iter()
+        .map(|o| convert::output(py, o))
+        .collect::<PyResult<_>>()?;
+    let writes = result
+        .writes
+        .iter()
+        .map(|&(arg, out)| (arg, schema.args[arg].name.to_string(), out))
+        .collect();
+    Ok((outputs, writes, result.kernel.map(str::to_string)))
+}
+
+/// The op table: one dict per overload (name, overload, schema, tags, core, implemented).
+#[pyfunction]
+fn op_table(py: Python<'_>) -> PyResult<Vec<Py<PyDict>>> {
+    tessera_ops::table()
+        .iter()
+        .map(|s| {
+            let d = PyDict::new(py);
+            d.set_item("name", s.full_name())?;
+            d.set_item("schema", s.schema)?;
+            d.set_item("core", s.is_core())?;
+            d.set_item("functional", s.functional)?;
+            d.set_item(
+                "tags",
+                s.tags.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>(),
+            )?;
+            d.set_item("implemented", tessera_ops::registry::is_implemented(s))?;
+            d.set_item(
+                "overrides",
+                tessera_ops::registry::overrides(&s.full_name())
+                    .iter()
+                    .map(|o| o.kernel)
+                    .collect::<Vec<_>>(),
+            )?;
+            Ok(d.unbind())
+        })
+        .collect()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<ScalarType>()?;
+    m.add_function(wrap_pyfunction!(call, m)?)?;
+    m.add_function(wrap_pyfunction!(op_table, m)?)?;
+    m.add("TesseraError", py.get_type::<TesseraError>())?;
+    m.add("UnknownOpError", py.get_type::<UnknownOpError>())?;
+    m.add("ArgumentError", py.get_type::<ArgumentError>())?;
+    m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
+    m.add("DeviceError", py.get_type::<DeviceError>())?;
+    m.add("TORCH_VERSION", tessera_ops::schema::TORCH_VERSION)?;
+    Ok(())
+}

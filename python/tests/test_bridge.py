@@ -1,0 +1,93 @@
+"""tessera.ops.call on torch tensors: results vs torch CPU, in-place and out= forms, and the
+error paths (clean Python exceptions, the interpreter keeps running)."""
+
+import pytest
+import torch
+
+import tessera
+from tessera import ops
+
+
+def test_add_broadcasts_promotes_and_scales():
+    x = torch.randn(4, 3)
+    y = torch.randint(-3, 3, (3,), dtype=torch.int32)
+    got = ops.call("aten::add.Tensor", x, y, alpha=2)
+    torch.testing.assert_close(got, torch.ops.aten.add.Tensor(x, y, alpha=2))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64, torch.uint8])
+def test_dtypes_round_trip(dtype):
+    x = (torch.randn(5, 2) * 10).to(dtype)
+    got = ops.call("abs", x)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, torch.abs(x))
+
+
+def test_empty_and_zero_dim_tensors():
+    e = torch.empty(0, 3)
+    assert ops.call("add.Tensor", e, e).shape == (0, 3)
+    s = torch.tensor(2.5)
+    torch.testing.assert_close(ops.call("add.Tensor", s, s), torch.tensor(5.0))
+
+
+def test_non_contiguous_input_is_read_logically():
+    x = torch.randn(3, 4).t()
+    torch.testing.assert_close(ops.call("abs", x), x.abs())
+
+
+def test_in_place_writes_self_and_returns_it():
+    x = torch.randn(2, 3)
+    y = torch.randn(3)
+    want = x + y
+    got = ops.call("add_.Tensor", x, y)
+    assert got is x
+    torch.testing.assert_close(x, want)
+
+
+def test_out_form_resizes_and_writes_out():
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    out = torch.empty(0)
+    got = ops.call("add.out", x, y, out=out)
+    assert got is out and out.shape == (2, 3)
+    torch.testing.assert_close(out, x + y)
+
+
+def test_unknown_op():
+    with pytest.raises(tessera.UnknownOpError, match="unknown op `aten::not_an_op`"):
+        ops.call("aten::not_an_op", torch.ones(1))
+
+
+def test_wrong_argument_count_and_type():
+    with pytest.raises(tessera.ArgumentError, match="missing required argument `other`"):
+        ops.call("add.Tensor", torch.ones(2))
+    with pytest.raises(tessera.ArgumentError, match="takes 2 positional argument"):
+        ops.call("add.Tensor", torch.ones(2), torch.ones(2), 3)
+    with pytest.raises(tessera.ArgumentError, match="argument `other` must be a Tensor, not str"):
+        ops.call("add.Tensor", torch.ones(2), "x")
+    with pytest.raises(TypeError, match="cannot pass a object"):
+        ops.call("add.Tensor", torch.ones(2), object())
+
+
+def test_shapes_that_do_not_broadcast():
+    with pytest.raises(tessera.ArgumentError, match="must match the size"):
+        ops.call("add.Tensor", torch.ones(2), torch.ones(3))
+
+
+def test_unsupported_dtypes():
+    with pytest.raises(tessera.UnsupportedError, match="complex"):
+        ops.call("add.Tensor", torch.ones(2, dtype=torch.complex64), torch.ones(2))
+    with pytest.raises(tessera.TesseraError, match="bool"):
+        ops.call("abs", torch.tensor([True, False]))
+
+
+def test_interpreter_survives_errors():
+    for _ in range(3):
+        with pytest.raises(tessera.TesseraError):
+            ops.call("aten::not_an_op")
+    torch.testing.assert_close(ops.call("abs", torch.tensor([-1.0])), torch.tensor([1.0]))
+
+
+def test_table_has_the_core_set():
+    table = ops.table()
+    assert sum(t["core"] for t in table) == 193
+    assert len(table) >= 450

@@ -1,0 +1,83 @@
+//! `tessera ops coverage`: the ATen op table merged with the last sweep's results.
+
+use super::CliError;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use tessera_ops::coverage::{coverage, Coverage, Status, Sweep};
+
+#[derive(Subcommand)]
+pub enum OpsAction {
+    /// Per-op status (implemented / overridden / missing), dtypes and sweep results; totals
+    /// for Core ATen and for all.
+    Coverage(CoverageArgs),
+}
+
+#[derive(Args)]
+pub struct CoverageArgs {
+    /// Print JSON: {"core_total", "core_passing", "total", "passing", ..., "ops": [...]}.
+    #[arg(long)]
+    json: bool,
+    /// The sweep results to merge (default: ops/coverage/sweep.json, as `make ops-coverage` writes).
+    #[arg(long)]
+    sweep: Option<PathBuf>,
+    /// List every op, not only those that are not passing.
+    #[arg(long)]
+    all: bool,
+}
+
+pub fn run(action: OpsAction) -> Result<(), CliError> {
+    match action {
+        OpsAction::Coverage(args) => coverage_cmd(&args),
+    }
+}
+
+fn default_sweep() -> PathBuf {
+    let local = PathBuf::from("ops/coverage/sweep.json");
+    if local.exists() {
+        local
+    } else {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/ops/coverage/sweep.json"
+        ))
+    }
+}
+
+fn coverage_cmd(args: &CoverageArgs) -> Result<(), CliError> {
+    let path = args.sweep.clone().unwrap_or_else(default_sweep);
+    let sweep = Sweep::load(&path).map_err(|e| CliError::Usage(e.to_string()))?;
+    let c = coverage(&sweep);
+    if args.json {
+        let text = serde_json::to_string_pretty(&c).map_err(|e| CliError::Usage(e.to_string()))?;
+        println!("{text}");
+        return Ok(());
+    }
+    print_table(&c, args.all);
+    Ok(())
+}
+
+fn print_table(c: &Coverage, all: bool) {
+    for o in c.ops.iter().filter(|o| all || !o.passing) {
+        let status = match o.status {
+            Status::Implemented => "implemented",
+            Status::Overridden => "overridden",
+            Status::Missing => "missing",
+        };
+        println!(
+            "{:<6} {:<40} {:<12} {:>4} passed {:>3} failed  {}",
+            if o.passing { "PASS" } else { "FAIL" },
+            format!("{}{}", o.name, if o.core { " (core)" } else { "" }),
+            status,
+            o.passed,
+            o.failed,
+            o.dtypes.join(",")
+        );
+        if let Some(e) = o.errors.first() {
+            println!("       {e}");
+        }
+    }
+    println!(
+        "Core ATen: {}/{} passing ({} implemented); all: {}/{} passing ({} implemented); sweep: torch {}, {:.0} s",
+        c.core_passing, c.core_total, c.core_implemented, c.passing, c.total, c.implemented, c.torch_version, c.sweep_wall_s
+    );
+}
