@@ -5,6 +5,8 @@ use rand::{Rng, SeedableRng};
 use tessera_lowering::{DType, HostTensor};
 use tessera_ops::{call, ArgValue, CallOptions, CallResult, Output};
 use tessera_runtime::Device;
+// Linked for its inventory registrations (the overrides under test).
+use tessera_kernels as _;
 
 fn softmax(x: &HostTensor, dim: i64, skip_overrides: bool) -> CallResult {
     let args = vec![
