@@ -143,7 +143,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("masked_fill.Tensor", misc::masked_fill),
     ("copy", misc::copy),
     ("clone", misc::identity),
-    ("alias", misc::identity),
     ("_to_copy", misc::to_copy),
     ("scalar_tensor", misc::scalar_tensor),
     ("_local_scalar_dense", misc::local_scalar_dense),
