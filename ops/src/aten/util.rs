@@ -124,3 +124,24 @@ pub fn require(ok: bool, dtype: DType, what: &str) -> LowerResult<()> {
         Err(LowerError::dtype(dtype, what.to_string()))
     }
 }
+
+/// PyTorch's name of a dtype in its error messages (`Long`, `Float`, `Bool`).
+pub fn torch_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "Bool",
+        DType::I8 => "Char",
+        DType::I16 => "Short",
+        DType::I32 => "Int",
+        DType::I64 => "Long",
+        DType::U8 => "Byte",
+        DType::U16 => "UInt16",
+        DType::U32 => "UInt32",
+        DType::U64 => "UInt64",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+        DType::C64 => "ComplexFloat",
+        DType::C128 => "ComplexDouble",
+    }
+}

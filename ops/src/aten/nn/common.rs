@@ -29,26 +29,7 @@ pub(crate) fn up(cx: &mut Lower, x: &Value) -> LowerResult<Value> {
     cast(cx, x, opmath(x.dtype()))
 }
 
-/// The name torch gives a dtype in "not implemented for 'Long'" errors.
-pub(crate) fn torch_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::I8 => "Char",
-        DType::I16 => "Short",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::U8 => "Byte",
-        DType::U16 => "UInt16",
-        DType::U32 => "UInt32",
-        DType::U64 => "UInt64",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-        DType::C64 => "ComplexFloat",
-        DType::C128 => "ComplexDouble",
-    }
-}
+pub(crate) use crate::aten::util::torch_name;
 
 /// `"op" not implemented for 'Long'` unless `ok`.
 pub(crate) fn dtype_check(ok: bool, d: DType, op: &str) -> LowerResult<()> {

@@ -24,26 +24,7 @@ pub(crate) fn out(v: Value) -> LowerResult<Vec<Out>> {
     Ok(vec![Out::Tensor(v)])
 }
 
-/// PyTorch's name of a dtype in kernel-dispatch errors (`Long`, `Float`, `Bool`).
-pub(crate) fn torch_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I8 => "Char",
-        DType::I16 => "Short",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::U16 => "UInt16",
-        DType::U32 => "UInt32",
-        DType::U64 => "UInt64",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-        DType::C64 => "ComplexFloat",
-        DType::C128 => "ComplexDouble",
-    }
-}
+pub(crate) use crate::aten::util::torch_name;
 
 /// The C++ type name PyTorch prints in conversion errors (`int8_t`, `c10::Half`).
 pub(crate) fn c_name(d: DType) -> &'static str {

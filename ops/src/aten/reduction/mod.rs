@@ -131,26 +131,7 @@ pub(crate) fn int_to_i64(d: DType) -> DType {
     }
 }
 
-/// PyTorch's name of a dtype in error messages (`Long`, `Float`, ...).
-pub(crate) fn torch_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::I8 => "Char",
-        DType::I16 => "Short",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::U8 => "Byte",
-        DType::U16 => "UInt16",
-        DType::U32 => "UInt32",
-        DType::U64 => "UInt64",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-        DType::C64 => "ComplexFloat",
-        DType::C128 => "ComplexDouble",
-    }
-}
+pub(crate) use crate::aten::util::torch_name;
 
 /// `shape` with `dims` set to 1 (the keepdim shape).
 pub(crate) fn kept_shape(shape: &[usize], dims: &[usize]) -> Vec<usize> {
