@@ -1,6 +1,11 @@
 //! Default vs tuned configs of matmul and softmax at several shapes on the CPU plugin, and
 //! how many evaluations each search strategy needs on the matmul space.
 //!
+//! Everything is compiled in the grid-loop form ([`FORM`]): one step per grid point, as a
+//! TPU runs the kernel. In the `Auto` form the CPU plugin gets one contraction (matmul) or
+//! one whole-array body (softmax) whatever the blocks, so every config is the same program
+//! and there is nothing to tune there.
+//!
 //! Tuning (exhaustive, so "tuned" is the best the space offers) happens once per case before
 //! criterion times anything; results are cached under the temp dir like any tuning run.
 //! The strategy comparison judges each strategy's pick against the exhaustive search's
@@ -15,6 +20,9 @@ use tessera::lowering::DType;
 use tessera::runtime::autotune::{tune, Config, Strategy, TunableKernel, TuneOptions, TuneReport};
 use tessera::runtime::{compile_program, Buffer, Device, Executable};
 use tessera::tuning::{self, KernelTuning};
+
+/// The StableHLO form every candidate is compiled in (see the module docs).
+const FORM: Form = Form::GridLoop;
 
 const CASES: [(&str, &[usize]); 6] = [
     ("matmul", &[256, 256, 256]),
@@ -40,6 +48,7 @@ fn tuned(
         strategy,
         max_evals,
         retune,
+        form: FORM,
         ..TuneOptions::new(cache_dir())
     };
     tune(kernel, device, &options, &mut |_| {}).expect("tuning")
@@ -69,7 +78,7 @@ fn prepare(device: &Device, kernel_name: &str, shape: &[usize]) -> Prepared {
         .map(|t| client.upload(t).expect("upload"))
         .collect();
     let exe = |c: &Config| {
-        compile_program(&kernel.program(c).expect("trace"), device, Form::Auto).expect("compile")
+        compile_program(&kernel.program(c).expect("trace"), device, FORM).expect("compile")
     };
     let exes = [exe(&report.default_config), exe(&report.config)];
     Prepared {
@@ -228,7 +237,7 @@ fn strategies(_: &mut Criterion) {
         let exes: Vec<Arc<Executable>> = configs
             .iter()
             .map(|c| {
-                compile_program(&kernel.program(c).expect("trace"), &device, Form::Auto)
+                compile_program(&kernel.program(c).expect("trace"), &device, FORM)
                     .expect("compile")
             })
             .collect();
@@ -256,7 +265,7 @@ fn strategies(_: &mut Criterion) {
     }
 }
 
-/// The exhaustive search's scores (fastest run per config), best first; the default marked.
+/// The exhaustive search's scores (median undisturbed run per config), best first; the default marked.
 fn print_table(shape: &[usize], exhaustive: &TuneReport) {
     let ranked = exhaustive.ranked();
     let best = ranked.first().map_or(f64::NAN, |(_, t)| t.as_secs_f64());
@@ -280,5 +289,23 @@ fn print_table(shape: &[usize], exhaustive: &TuneReport) {
     }
 }
 
-criterion_group!(benches, default_vs_tuned, side_by_side, strategies);
+/// A repeated `tune` of a cached kernel/shape: the whole call (space, default trace, key,
+/// file read), which is all the tuning work a cached launch pays.
+fn cache_hit(c: &mut Criterion) {
+    let device = Device::cpu().expect("CPU plugin");
+    let kernel = tuning::for_kernel("matmul", &[512, 512, 512], DType::F32).expect("space");
+    let first = tuned(&kernel, &device, Strategy::PatternSearch, None, false);
+    let options = TuneOptions {
+        form: FORM,
+        ..TuneOptions::new(cache_dir())
+    };
+    c.bench_function("cache hit/matmul 512x512x512", |b| {
+        b.iter(|| {
+            let report = tune(&kernel, &device, &options, &mut |_| {}).expect("tune");
+            assert!(report.cache_hit() && report.config == first.config);
+        })
+    });
+}
+
+criterion_group!(benches, default_vs_tuned, side_by_side, strategies, cache_hit);
 criterion_main!(benches);

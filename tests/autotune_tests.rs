@@ -314,3 +314,19 @@ fn tuned_is_never_slower_than_the_default_by_the_confirmation() {
         assert!(tuned <= default);
     }
 }
+
+#[test]
+fn the_form_is_part_of_the_cache_key() {
+    let dir = cache_dir("form");
+    let kernel = small_matmul();
+    let auto = run(&kernel, &options(&dir));
+    let grid_loop = TuneOptions {
+        form: tessera_lowering::stablehlo::Form::GridLoop,
+        ..options(&dir)
+    };
+    let first = run(&kernel, &grid_loop);
+    assert_eq!(first.source, Source::Tuned, "another form is not a hit");
+    assert_ne!(first.cache_path, auto.cache_path);
+    assert!(run(&kernel, &grid_loop).cache_hit());
+    assert!(run(&kernel, &options(&dir)).cache_hit(), "the Auto entry is kept");
+}

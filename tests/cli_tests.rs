@@ -174,6 +174,23 @@ fn tune_json_counts_the_feasible_space() {
 }
 
 #[test]
+fn a_second_tune_is_a_cache_hit() {
+    let args = [
+        "tune", "softmax", "--shape", "64,256", "--form", "grid-loop", "--budget", "3", "--json",
+    ];
+    let first = tessera(&[&args[..], &["--retune"]].concat());
+    assert!(first.status.success(), "{}", stderr(&first));
+    let first: serde_json::Value = serde_json::from_str(stdout(&first).trim()).expect("JSON");
+    assert_eq!(first["cache_hit"], false, "{first}");
+    let second = tessera(&args);
+    assert!(second.status.success(), "{}", stderr(&second));
+    let second: serde_json::Value = serde_json::from_str(stdout(&second).trim()).expect("JSON");
+    assert_eq!(second["cache_hit"], true, "{second}");
+    assert_eq!(second["evaluated"], 0, "{second}");
+    assert_eq!(second["best_config"], first["best_config"]);
+}
+
+#[test]
 fn errors_are_clean_and_non_zero() {
     for (args, want) in [
         (vec!["check", "nope"], "no kernel named `nope`"),

@@ -5,6 +5,7 @@
 use crate::error::OpError;
 use crate::schema::{ArgSchema, ArgType, OpSchema};
 use crate::value::{ArgValue, Scalar};
+use tessera_lowering::DType;
 
 /// A call's arguments in schema order, every one present.
 #[derive(Clone, Debug)]
@@ -14,7 +15,7 @@ pub struct Bound<T> {
 }
 
 /// Binds `args` then `kwargs` to `schema`'s arguments.
-pub fn bind<T>(
+pub fn bind<T: TensorArg>(
     schema: &'static OpSchema,
     args: Vec<ArgValue<T>>,
     kwargs: Vec<(String, ArgValue<T>)>,
@@ -67,8 +68,34 @@ pub fn bind<T>(
     Ok(Bound { schema, values })
 }
 
+/// What binding needs to read of a tensor argument.
+pub trait TensorArg {
+    /// The value of a one-element real tensor, truncated, which PyTorch takes for an `int`
+    /// argument (`max.dim(x, torch.tensor(1.0))`); `None` for any other tensor.
+    fn as_index(&self) -> Option<i64>;
+}
+
+impl TensorArg for tessera_lowering::HostTensor {
+    fn as_index(&self) -> Option<i64> {
+        let d = self.dtype();
+        if self.shape().iter().product::<usize>() != 1 || d.is_complex() {
+            return None;
+        }
+        match d {
+            DType::I64 => self.to_vec::<i64>().ok().map(|v| v[0]),
+            DType::U64 => self.to_vec::<u64>().ok().and_then(|v| i64::try_from(v[0]).ok()),
+            // Every other integer type is exact in an f64; floats truncate, as `int()` does.
+            _ => self
+                .to_f64_vec()
+                .first()
+                .filter(|x| x.is_finite())
+                .map(|x| x.trunc() as i64),
+        }
+    }
+}
+
 /// Checks `v` against `a`'s type, converting where PyTorch converts.
-fn coerce<T>(a: &ArgSchema, v: ArgValue<T>) -> Result<ArgValue<T>, String> {
+fn coerce<T: TensorArg>(a: &ArgSchema, v: ArgValue<T>) -> Result<ArgValue<T>, String> {
     use ArgValue as V;
     let wrong = |v: &ArgValue<T>| {
         format!(
@@ -83,6 +110,13 @@ fn coerce<T>(a: &ArgSchema, v: ArgValue<T>) -> Result<ArgValue<T>, String> {
         (ArgType::Opaque, _) => V::None,
         (_, V::None) if a.optional => V::None,
         (ArgType::Tensor, v @ V::Tensor(_)) => v,
+        // A Python number where a Tensor goes is a "wrapped number" in PyTorch: it stays a
+        // Scalar here, so the lowerings that take one (`operand`) promote it as a number.
+        (ArgType::Tensor, v @ (V::Bool(_) | V::Int(_) | V::Float(_))) => v,
+        (ArgType::Int | ArgType::IntList, V::Tensor(t)) if t.as_index().is_some() => {
+            let i = t.as_index().unwrap_or_default();
+            coerce(a, V::Int(i))?
+        }
         (ArgType::TensorList, v @ V::TensorList(_)) => v,
         (ArgType::OptTensorList, V::TensorList(ts)) => {
             V::OptTensorList(ts.into_iter().map(Some).collect())
@@ -95,6 +129,7 @@ fn coerce<T>(a: &ArgSchema, v: ArgValue<T>) -> Result<ArgValue<T>, String> {
         (ArgType::Float, V::Int(i)) => V::Float(i as f64),
         (ArgType::Float, v @ V::Float(_)) => v,
         (ArgType::IntList, V::Int(i)) => V::IntList(vec![i; a.len.unwrap_or(1)]),
+        (ArgType::IntList, V::Bool(b)) => V::IntList(vec![b as i64; a.len.unwrap_or(1)]),
         (ArgType::IntList, V::IntList(l)) => match a.len {
             Some(n) if l.len() == 1 && n > 1 => V::IntList(vec![l[0]; n]),
             _ => V::IntList(l),
@@ -155,12 +190,36 @@ fn parse_default<T>(a: &ArgSchema, d: &str) -> Result<ArgValue<T>, String> {
     }
     if let Ok(i) = d.parse::<i64>() {
         return Ok(match a.ty {
+            // torchgen prints ScalarType defaults as c10's enum value (`dtype=4`: long).
+            ArgType::DType => ArgValue::DType(scalar_type(i).ok_or_else(bad)?),
             ArgType::Float => ArgValue::Float(i as f64),
             ArgType::IntList => ArgValue::IntList(vec![i; a.len.unwrap_or(1)]),
             _ => ArgValue::Int(i),
         });
     }
     d.parse::<f64>().map(ArgValue::Float).map_err(|_| bad())
+}
+
+/// The dtype of c10's `ScalarType` enum value `code`, where Tessera has it.
+fn scalar_type(code: i64) -> Option<DType> {
+    Some(match code {
+        0 => DType::U8,
+        1 => DType::I8,
+        2 => DType::I16,
+        3 => DType::I32,
+        4 => DType::I64,
+        5 => DType::F16,
+        6 => DType::F32,
+        7 => DType::F64,
+        9 => DType::C64,
+        10 => DType::C128,
+        11 => DType::Bool,
+        15 => DType::BF16,
+        27 => DType::U16,
+        28 => DType::U32,
+        29 => DType::U64,
+        _ => return None,
+    })
 }
 
 /// Reads a scalar argument value (for the accessors).
@@ -179,6 +238,13 @@ mod tests {
     use crate::schema::find;
 
     type V = ArgValue<u8>;
+
+    /// Test tensors are plain numbers; 100 + i stands for a one-element int tensor holding i.
+    impl TensorArg for u8 {
+        fn as_index(&self) -> Option<i64> {
+            self.checked_sub(100).map(i64::from)
+        }
+    }
 
     #[test]
     fn fills_defaults_and_coerces() {
@@ -218,5 +284,27 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("unexpected keyword argument `beta`"), "{e}");
+    }
+
+    #[test]
+    fn coerces_what_pytorch_coerces() {
+        // A one-element int tensor for an int (`narrow(x, 0, torch.tensor(2), 3)`).
+        let s = find("narrow").unwrap();
+        let b = bind(s, vec![V::Tensor(1), V::Int(0), V::Tensor(102), V::Int(3)], vec![]).unwrap();
+        assert_eq!(b.values[2], V::Int(2));
+        let e = bind(s, vec![V::Tensor(1), V::Int(0), V::Tensor(1), V::Int(3)], vec![]);
+        assert!(e.unwrap_err().to_string().contains("`start` must be an int, not Tensor"));
+        // A number for a Tensor stays a number (a wrapped number).
+        let s = find("add_.Tensor").unwrap();
+        let b = bind(s, vec![V::Tensor(1), V::Float(2.5)], vec![]).unwrap();
+        assert_eq!(b.values[1], V::Float(2.5));
+        // A bool for `int[1]? dim` (`var(x, True)` reaches var.dim so).
+        let s = find("var.dim").unwrap();
+        let b = bind(s, vec![V::Tensor(1), V::Bool(true)], vec![]).unwrap();
+        assert_eq!(b.values[1], V::IntList(vec![1]));
+        // ScalarType defaults are c10 enum values.
+        let s = find("randperm").unwrap();
+        let b = bind(s, vec![V::Int(3)], vec![]).unwrap();
+        assert_eq!(b.values[1], V::DType(DType::I64));
     }
 }

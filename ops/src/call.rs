@@ -6,7 +6,7 @@ use crate::bind::{bind, Bound};
 use crate::error::{LowerError, OpError};
 use crate::lower::{Lower, Out};
 use crate::registry::{dispatch, Choice};
-use crate::schema::{self, OpSchema};
+use crate::schema::{self, OpSchema, Tag};
 use crate::value::ArgValue;
 use tessera_lowering::stablehlo::{FuncBuilder, TensorType, Value};
 use tessera_lowering::{DType, HostTensor};
@@ -258,7 +258,9 @@ fn cast_for_write(
     arg: usize,
     out: Option<&mut Out>,
 ) -> Result<(), LowerError> {
-    let Some(Out::Tensor(v)) = out else {
+    // A data-dependent prefix (`nonzero`) is written like a tensor: the `out` argument is
+    // resized to the prefix when the result comes back.
+    let (Some(Out::Tensor(v)) | Some(Out::Prefix { value: v, .. })) = out else {
         return Err(LowerError::invalid(
             "the functional op returned no tensor to write",
         ));
@@ -277,7 +279,9 @@ fn cast_for_write(
         )));
     }
     let schema_arg = &args.schema.args[arg];
-    if !schema_arg.out && v.shape() != target.shape() {
+    // In-place views (`t_`, `unsqueeze_`, `as_strided_`) change `self`'s shape by design.
+    let reshapes = schema_arg.out || args.schema.has_tag(Tag::InplaceView);
+    if !reshapes && v.shape() != target.shape() {
         return Err(LowerError::invalid(format!(
             "output with shape {:?} doesn't match the broadcast shape {:?}",
             target.shape(),

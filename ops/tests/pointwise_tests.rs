@@ -268,7 +268,12 @@ fn xla_quirks_and_half_precision_scalars() {
     assert!((got[0] - 1000.5).abs() < 1.0, "{got:?}");
     check("sinh", vec![v(F32, &[-0.0, 1e-4, -60., 89.])], vec![], F32, &[-0.0, 1.0000000016666667e-4, -5.710036949078421e25, 2.2448064095871728e38]);
     check("cosh", vec![v(F32, &[0., -60., INF])], vec![], F32, &[1., 5.710036949078421e25, INF]);
-    check("gelu", vec![v(F32, &[f64::NEG_INFINITY, INF])], vec![], F32, &[NAN, INF]);
+    // torch 2.15 on CPU: its vectorised f32 path gives NaN at +inf, its f64 path and a lone
+    // f32 element give +inf.
+    check("gelu", vec![v(F32, &[f64::NEG_INFINITY, INF])], vec![], F32, &[NAN, NAN]);
+    check("gelu", vec![v(F32, &[INF])], vec![], F32, &[INF]);
+    check("gelu", vec![v(F64, &[f64::NEG_INFINITY, INF])], vec![], F64, &[NAN, INF]);
+    check("gelu", vec![v(F32, &[-1e30, -20.0])], vec![], F32, &[-0.0, -0.0]);
     check("pow.Tensor_Scalar", vec![v(Bool, &[1., 0.]), A::Bool(true)], vec![], Bool, &[1., 0.]);
     check("pow.Tensor_Scalar", vec![v(F16, &[f64::NEG_INFINITY]), A::Float(0.5)], vec![], F16, &[INF]);
     check("pow.Tensor_Scalar", vec![v(F32, &[f64::NEG_INFINITY]), A::Float(0.5)], vec![], F32, &[NAN]);

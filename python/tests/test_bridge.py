@@ -91,3 +91,43 @@ def test_table_has_the_core_set():
     table = ops.table()
     assert sum(t["core"] for t in table) == 193
     assert len(table) >= 450
+
+
+def test_python_number_for_a_tensor_is_a_wrapped_number():
+    # torch wraps 2.5 as a number: an int32 tensor plus 2.5 is float32, not float64.
+    x = torch.arange(4, dtype=torch.int32)
+    got = ops.call("add.Tensor", x, 2.5)
+    torch.testing.assert_close(got, torch.ops.aten.add.Tensor(x, 2.5))
+    assert got.dtype == torch.float32
+    y = torch.randn(3)
+    want = y + 2.5
+    ops.call("add_.Tensor", y, 2.5)
+    torch.testing.assert_close(y, want)
+
+
+def test_one_element_tensor_for_an_int():
+    x = torch.randn(6, 4)
+    got = ops.call("narrow", x, 0, torch.tensor(2), 3)
+    torch.testing.assert_close(got, x.narrow(0, 2, 3))
+    got = ops.call("max.dim", x, torch.tensor(1.0))
+    torch.testing.assert_close(got, tuple(torch.ops.aten.max.dim(x, 1)))
+    with pytest.raises(tessera.ArgumentError, match="`start` must be an int, not Tensor"):
+        ops.call("narrow", x, 0, torch.tensor([1, 2]), 3)
+
+
+def test_in_place_views_change_the_shape_of_self():
+    x = torch.randn(2, 3)
+    want = x.t().clone()
+    assert ops.call("t_", x) is x
+    assert x.shape == (3, 2)
+    torch.testing.assert_close(x, want)
+    y = torch.randn(4)
+    ops.call("unsqueeze_", y, 0)
+    assert y.shape == (1, 4)
+
+
+def test_out_form_of_a_data_dependent_shape():
+    x = torch.tensor([[0.0, 1.0], [2.0, 0.0]])
+    out = torch.empty(0, dtype=torch.int64)
+    ops.call("nonzero.out", x, out=out)
+    torch.testing.assert_close(out, torch.nonzero(x))

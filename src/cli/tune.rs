@@ -1,6 +1,7 @@
 //! `tessera tune KERNEL`: tune a shipped kernel's block sizes on the default device, show
 //! the best configs, plot time per evaluated config, cache the winner.
 
+use super::kernels::FormArg;
 use super::CliError;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -36,6 +37,11 @@ pub struct TuneArgs {
     /// Tune again even if a result is cached (and replace it).
     #[arg(long)]
     pub retune: bool,
+    /// StableHLO form the candidates are compiled in: `auto` times what a launch runs;
+    /// `grid-loop` keeps one step per grid point (the structure a TPU runs), so block sizes
+    /// matter on the CPU plugin too, where `auto` folds many configs into one program.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub form: FormArg,
     /// Configs shown in the table.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
@@ -74,6 +80,7 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
         max_time,
         mode: AutotuneMode::Full,
         retune: args.retune,
+        form: args.form.into(),
         ..TuneOptions::new(plugin_store::cache_dir())
     };
     let device = Device::from_env()?;

@@ -44,7 +44,7 @@ pub fn plot_history(report: &TuneReport, path: &Path) -> Result<(), String> {
     chart
         .configure_mesh()
         .x_desc("evaluation")
-        .y_desc("ms (fastest run)")
+        .y_desc("ms (median undisturbed run)")
         .draw()
         .map_err(|e| err(&e))?;
     chart

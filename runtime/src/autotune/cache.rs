@@ -10,8 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Bumped when the file layout or a field's meaning changes: older files then read as
-/// foreign. 2: `space_size` counts feasible configs, not the whole product.
-const FORMAT: u32 = 2;
+/// foreign. 2: `space_size` counts feasible configs, not the whole product. 3: the key
+/// names the StableHLO form; scores are medians of undisturbed runs.
+const FORMAT: u32 = 3;
 
 /// Everything a tuned result depends on.
 ///
@@ -30,6 +31,8 @@ pub struct CacheKey {
     pub inputs: Vec<String>,
     /// Device kind (`cpu`, `tpu`, ...).
     pub device: String,
+    /// The StableHLO form candidates were compiled in (`Auto`, `GridLoop`, ...).
+    pub form: String,
     /// The plugin's platform version.
     pub platform_version: String,
     /// The plugin's PJRT C API version, `major.minor`.
@@ -70,7 +73,8 @@ impl CacheKey {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredEvaluation {
     pub config: String,
-    /// Milliseconds of its fastest run (the search's score), when it ran and was right.
+    /// Milliseconds of its median undisturbed run (the search's score), when it ran and
+    /// was right.
     pub ms: Option<f64>,
     /// `ok`, `failed: ...` or `rejected: ...`.
     pub outcome: String,
@@ -163,6 +167,7 @@ mod tests {
             space: "b=[1, 2]".into(),
             inputs: vec!["f32[8]".into()],
             device: "cpu".into(),
+            form: "Auto".into(),
             platform_version: "p".into(),
             pjrt_api: "0.81".into(),
             tessera_version: version.into(),

@@ -1,7 +1,7 @@
 //! After the search: the finalists and the default timed again side by side, and the winner
 //! picked from those times only if it beats the default beyond noise.
 
-use super::measure::{median, Bench};
+use super::measure::{clean_runs, median, undisturbed, Bench};
 use super::report::TuneReport;
 use super::space::Config;
 use super::tuner::{build, TunableKernel};
@@ -16,11 +16,6 @@ use tessera_lowering::stablehlo::Form;
 const CONFIRM_MARGIN: f64 = 0.02;
 /// The fraction of paired undisturbed rounds a finalist must win against the default.
 const CONFIRM_WINS: f64 = 0.75;
-/// A run slower than this multiple of its config's fastest confirmation run was disturbed:
-/// other work took the core (a preemption costs whole milliseconds, more than most runs).
-/// Disturbed runs fall on either config at random, so on a loaded machine they turn the
-/// paired wins of a config twice as fast as the default into a coin toss; they are left out.
-const DISTURBED: f64 = 1.5;
 /// The fraction of the rounds that must pair two undisturbed runs for a verdict: on a
 /// machine busier than that the comparison says nothing, and the default stays.
 const MIN_CLEAN: f64 = 1.0 / 3.0;
@@ -30,6 +25,7 @@ const MIN_CLEAN: f64 = 1.0 / 3.0;
 pub(crate) fn confirm(
     kernel: &dyn TunableKernel,
     device: &Device,
+    form: Form,
     bench: &Bench,
     top: usize,
     report: &mut TuneReport,
@@ -52,7 +48,7 @@ pub(crate) fn confirm(
                 config: c.to_string(),
                 reason,
             })?;
-            Ok(compile_program(&program, device, Form::Auto)?)
+            Ok(compile_program(&program, device, form)?)
         })
         .collect::<Result<Vec<_>, TuneError>>()?;
     let rounds: Vec<Rounds> = bench
@@ -90,23 +86,15 @@ pub(crate) struct Rounds {
 
 impl Rounds {
     pub(crate) fn new(times: Vec<Duration>) -> Rounds {
-        let fastest = times.iter().min().copied().unwrap_or_default();
-        let clean = times
-            .iter()
-            .map(|t| t.as_secs_f64() <= fastest.as_secs_f64() * DISTURBED)
-            .collect();
+        // Disturbed runs fall on either config at random, so on a loaded machine they would
+        // turn the paired wins of a config twice as fast as the default into a coin toss.
+        let clean = clean_runs(&times);
         Rounds { times, clean }
     }
 
     /// The median of the undisturbed runs.
     pub(crate) fn time(&self) -> Duration {
-        median(
-            self.times
-                .iter()
-                .zip(&self.clean)
-                .filter_map(|(t, c)| c.then_some(*t))
-                .collect(),
-        )
+        median(undisturbed(&self.times))
     }
 }
 

@@ -12,11 +12,11 @@ use tessera_lowering::HostTensor;
 pub struct Measure {
     /// Untimed runs first (first-touch page faults, lazy thread pools).
     pub warmup: usize,
-    /// Timed runs; a config's score is the fastest of them. Other work on the machine only
-    /// ever adds time to a run, in bursts of a few milliseconds, as long as a run: on a
-    /// loaded machine the median of 10 runs of one config varies by 20% to 100% from one
-    /// measurement to the next, and near-tied configs rank by luck. The minimum is the run
-    /// that was least disturbed, and varies by about 5%.
+    /// Timed runs; a config's score is the median of its undisturbed runs (see
+    /// [`DISTURBED`]). Other work on a shared machine only ever adds time to a run, in
+    /// bursts of a few milliseconds: a plain median of 10 runs then varies by 20% to 100%
+    /// between measurements and near-tied configs rank by luck; leaving out the runs that
+    /// other work visibly slowed keeps the median's robustness without that noise.
     pub reps: usize,
     /// Distinct input sets, used in turn, so a candidate is not flattered by inputs that
     /// stay hot in cache from the previous run.
@@ -74,15 +74,16 @@ impl Bench {
         self.run(exe, 0)?.iter().map(Buffer::to_host).collect()
     }
 
-    /// Fastest wall time of a run (launch to every output ready) after the warm-up: see
-    /// `Measure::reps` for why not the median.
+    /// The median undisturbed wall time of a run (launch to every output ready) after the
+    /// warm-up, rotating the input sets: see `Measure::reps`.
     pub(crate) fn time(&self, exe: &Executable) -> Result<Duration> {
         for i in 0..self.measure.warmup {
             self.run(exe, i)?;
         }
-        (0..self.measure.reps.max(1)).try_fold(Duration::MAX, |fastest, i| {
-            Ok(fastest.min(self.once(exe, i)?))
-        })
+        let times = (0..self.measure.reps.max(1))
+            .map(|i| self.once(exe, i))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(median(undisturbed(&times)))
     }
 
     /// Times of `exes` measured in `3 * reps` interleaved rounds, per exe, in round order
@@ -104,6 +105,28 @@ impl Bench {
         let start = Instant::now();
         self.run(exe, set).map(|_| start.elapsed())
     }
+}
+
+/// A run slower than this multiple of its config's fastest run was disturbed: other work
+/// took the core (a preemption costs whole milliseconds, more than most runs).
+pub(crate) const DISTURBED: f64 = 1.5;
+
+/// Whether each of `times` was undisturbed (within [`DISTURBED`] of the fastest).
+pub(crate) fn clean_runs(times: &[Duration]) -> Vec<bool> {
+    let fastest = times.iter().min().copied().unwrap_or_default();
+    times
+        .iter()
+        .map(|t| t.as_secs_f64() <= fastest.as_secs_f64() * DISTURBED)
+        .collect()
+}
+
+/// The undisturbed runs of `times`.
+pub(crate) fn undisturbed(times: &[Duration]) -> Vec<Duration> {
+    times
+        .iter()
+        .zip(clean_runs(times))
+        .filter_map(|(t, c)| c.then_some(*t))
+        .collect()
 }
 
 pub(crate) fn median(mut times: Vec<Duration>) -> Duration {

@@ -8,7 +8,7 @@ use std::time::Duration;
 /// What became of one measured config.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    /// Right output; its fastest run (see `Measure::reps`).
+    /// Right output; its median undisturbed run (see `Measure::reps`).
     Measured(Duration),
     /// Did not trace, compile or run.
     Failed(String),

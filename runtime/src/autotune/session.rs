@@ -18,6 +18,7 @@ use tessera_lowering::HostTensor;
 pub(crate) struct Session<'a> {
     pub kernel: &'a dyn TunableKernel,
     pub device: &'a Device,
+    pub form: Form,
     pub space: &'a Space,
     pub bench: &'a Bench,
     /// The default config's outputs, which every candidate's must match.
@@ -61,7 +62,7 @@ impl Probe for Session<'_> {
             .iter()
             .map(|at| {
                 let program = build(self.kernel, &self.space.config_at(at)).ok()?;
-                compile_program(&program, self.device, Form::Auto).ok()
+                compile_program(&program, self.device, self.form).ok()
             })
             .collect::<Option<Vec<_>>>()?;
         let [a, b] = &exes[..] else { return None };
@@ -99,7 +100,7 @@ impl Session<'_> {
             Ok(p) => p,
             Err(e) => return Outcome::Failed(e),
         };
-        let exe = match compile_program(&program, self.device, Form::Auto) {
+        let exe = match compile_program(&program, self.device, self.form) {
             Ok(exe) => exe,
             Err(e) => return Outcome::Failed(e.to_string()),
         };

@@ -48,6 +48,11 @@ pub struct TuneOptions {
     /// Wall time for the search; checked between candidates.
     pub max_time: Option<Duration>,
     pub measure: Measure,
+    /// The StableHLO form candidates are compiled in. `Auto` times what a launch runs;
+    /// `GridLoop` keeps the block structure a TPU executes (one step per grid point), so
+    /// on a CPU plugin, where `Auto` folds many block configs into one program, block
+    /// sizes still change the measured program.
+    pub form: Form,
     pub mode: AutotuneMode,
     /// The cache root; results go under `<cache_dir>/autotune/`.
     pub cache_dir: PathBuf,
@@ -63,6 +68,7 @@ impl TuneOptions {
             max_evals: None,
             max_time: None,
             measure: Measure::default(),
+            form: Form::Auto,
             mode: AutotuneMode::Full,
             cache_dir: cache_dir.into(),
             retune: false,
@@ -124,7 +130,7 @@ pub fn tune(
             space: space.describe(),
         })?;
     let program = build(kernel, &default).map_err(default_fails)?;
-    let key = cache_key(kernel, &space, &program, device)?;
+    let key = cache_key(kernel, &space, &program, device, options.form)?;
     report.cache_path = Some(key.path(&options.cache_dir));
 
     match cache::load(&key, &options.cache_dir) {
@@ -147,8 +153,8 @@ pub fn tune(
         .map(|i| kernel.inputs(i))
         .collect();
     let bench = Bench::upload(client, sets, options.measure.clone())?;
-    let exe =
-        compile_program(&program, device, Form::Auto).map_err(|e| default_fails(e.to_string()))?;
+    let exe = compile_program(&program, device, options.form)
+        .map_err(|e| default_fails(e.to_string()))?;
     let reference = bench
         .outputs(&exe)
         .map_err(|e| default_fails(e.to_string()))?;
@@ -160,6 +166,7 @@ pub fn tune(
     let mut session = Session {
         kernel,
         device,
+        form: options.form,
         space: &space,
         bench: &bench,
         reference: &reference,
@@ -179,7 +186,7 @@ pub fn tune(
     search(options.strategy, &space, &origin, &mut session);
 
     report.source = Source::Tuned;
-    confirm(kernel, device, &bench, options.measure.confirm, &mut report)?;
+    confirm(kernel, device, options.form, &bench, options.measure.confirm, &mut report)?;
     store(&report, key, &options.cache_dir);
     report.elapsed = start.elapsed();
     Ok(report)
@@ -196,6 +203,7 @@ fn cache_key(
     space: &Space,
     program: &KernelProgram,
     device: &Device,
+    form: Form,
 ) -> Result<CacheKey, TuneError> {
     let client = device.client()?;
     let (major, minor) = client.plugin().api_version();
@@ -209,6 +217,7 @@ fn cache_key(
             .map(|o| format!("{}{:?}", o.dtype, o.array_shape))
             .collect(),
         device: device.kind().name().to_string(),
+        form: format!("{form:?}"),
         platform_version: client.platform_version().to_string(),
         pjrt_api: format!("{major}.{minor}"),
         tessera_version: env!("CARGO_PKG_VERSION").to_string(),

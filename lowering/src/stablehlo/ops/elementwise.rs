@@ -81,6 +81,8 @@ pub enum UnaryOp {
     Not,
     PopulationCount,
     Erf,
+    /// `1 - erf(x)`, accurate where `erf(x)` is close to 1.
+    Erfc,
     ErfInv,
     Lgamma,
     Digamma,
@@ -120,6 +122,7 @@ impl UnaryOp {
             Not => "stablehlo.not",
             PopulationCount => "stablehlo.popcnt",
             Erf => "chlo.erf",
+            Erfc => "chlo.erfc",
             ErfInv => "chlo.erf_inv",
             Lgamma => "chlo.lgamma",
             Digamma => "chlo.digamma",

@@ -9,7 +9,7 @@ use crate::args::Args;
 use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Lowering, Out};
 use crate::lowerings;
-use crate::value::{ArgValue, Scalar};
+use crate::value::Scalar;
 use tessera_lowering::stablehlo::TensorType;
 use tessera_lowering::DType;
 
@@ -39,33 +39,12 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("native_dropout", random::native_dropout),
 ];
 
-/// The `dtype=` argument: a dtype, or (as a schema default like randperm's `dtype=4`) a
-/// c10 ScalarType number.
-pub(crate) fn dtype_arg(a: &Args, name: &str) -> LowerResult<Option<DType>> {
-    match a.get(name)? {
-        ArgValue::Int(code) => Ok(Some(match code {
-            0 => DType::U8,
-            1 => DType::I8,
-            2 => DType::I16,
-            3 => DType::I32,
-            4 => DType::I64,
-            5 => DType::F16,
-            6 => DType::F32,
-            7 => DType::F64,
-            11 => DType::Bool,
-            15 => DType::BF16,
-            c => return Err(LowerError::Unsupported(format!("ScalarType {c}"))),
-        })),
-        _ => a.opt_dtype(name),
-    }
-}
-
 fn arange(cx: &mut Lower, a: &Args, has_start: bool, has_step: bool) -> LowerResult<Vec<Out>> {
     let end = a.scalar("end")?;
     let start = if has_start { a.scalar("start")? } else { Scalar::Int(0) };
     let step = if has_step { a.scalar("step")? } else { Scalar::Int(1) };
     let any_float = [start, end, step].iter().any(|s| matches!(s, Scalar::Float(_)));
-    let dtype = dtype_arg(a, "dtype")?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
     if dtype == DType::Bool {
         return Err(LowerError::dtype(dtype, "\"arange_cpu\" not implemented for 'Bool'"));
     }
@@ -114,7 +93,7 @@ fn arange(cx: &mut Lower, a: &Args, has_start: bool, has_step: bool) -> LowerRes
 /// `empty`/`zeros`/`ones` of `size` (default dtype f32).
 fn fill_sized(cx: &mut Lower, a: &Args, value: Option<Scalar>) -> LowerResult<Vec<Out>> {
     let shape = sizes(&a.int_list("size")?)?;
-    let dtype = dtype_arg(a, "dtype")?.unwrap_or(DType::F32);
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(DType::F32);
     let v = scalar_const(cx, value.unwrap_or(Scalar::Int(0)), dtype)?;
     one(cx.broadcast_to(&v, &shape)?)
 }
@@ -122,14 +101,14 @@ fn fill_sized(cx: &mut Lower, a: &Args, value: Option<Scalar>) -> LowerResult<Ve
 fn full(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let shape = sizes(&a.int_list("size")?)?;
     let fill = a.scalar("fill_value")?;
-    let dtype = dtype_arg(a, "dtype")?.unwrap_or(fill.default_dtype());
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(fill.default_dtype());
     let v = scalar_const(cx, fill, dtype)?;
     one(cx.broadcast_to(&v, &shape)?)
 }
 
 fn fill_like(cx: &mut Lower, a: &Args, value: Scalar) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
-    let dtype = dtype_arg(a, "dtype")?.unwrap_or(x.dtype());
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(x.dtype());
     let v = scalar_const(cx, value, dtype)?;
     one(cx.broadcast_to(&v, x.shape())?)
 }

@@ -2,7 +2,6 @@
 //! (ThreeFry): rand, randn, randperm, bernoulli.p, native_dropout. Values differ from
 //! PyTorch's generator; their distributions are the same.
 
-use super::dtype_arg;
 use crate::aten::shape::common::*;
 use crate::args::Args;
 use crate::error::{LowerError, LowerResult};
@@ -40,7 +39,7 @@ pub(super) fn uniform(cx: &mut Lower, shape: &[usize], dtype: DType, stream: u64
 }
 
 fn float_dtype(a: &Args, what: &str) -> LowerResult<DType> {
-    let d = dtype_arg(a, "dtype")?.unwrap_or(DType::F32);
+    let d = a.opt_dtype("dtype")?.unwrap_or(DType::F32);
     if !d.is_float() {
         return Err(LowerError::dtype(d, format!("\"{what}\" not implemented for '{d}'")));
     }
@@ -88,7 +87,7 @@ pub(super) fn randn(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 
 pub(super) fn randperm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let n = a.int("n")?;
-    let dtype = dtype_arg(a, "dtype")?.unwrap_or(DType::I64);
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(DType::I64);
     if n < 0 {
         return Err(LowerError::invalid(format!("n must be non-negative, got{n}")));
     }

@@ -60,24 +60,32 @@ fn gelu_inner(cx: &mut Lower, x: &Value) -> LowerResult<Value> {
 
 pub(super) fn gelu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let tanh = approximate(a)?;
+    let input = a.tensor("self")?;
+    // PyTorch's CPU kernel gives NaN at -inf (inf * 0), and at +inf too where it runs its
+    // vectorised f32 erf: f32 and bf16 tensors of more than one element (its f64 and f16
+    // paths, and a lone element, give +inf there).
+    let nan_at_inf = matches!(input.dtype(), DType::F32 | DType::BF16) && input.ty().num_elements() > 1;
     float_act(cx, a, "GeluKernelImpl", |cx, x| {
         let half_x = mul_k(cx, x, 0.5)?;
-        let t = if tanh {
-            let inner = gelu_inner(cx, x)?;
-            cx.unary(UnaryOp::Tanh, &inner)?
-        } else {
-            let s = mul_k(cx, x, SQRT1_2)?;
-            cx.unary(UnaryOp::Erf, &s)?
-        };
-        let one_p = add_k(cx, &t, 1.0)?;
-        let r = cx.mul(&half_x, &one_p)?;
         if tanh {
-            return Ok(r);
+            let inner = gelu_inner(cx, x)?;
+            let t = cx.unary(UnaryOp::Tanh, &inner)?;
+            let one_p = add_k(cx, &t, 1.0)?;
+            return Ok(cx.mul(&half_x, &one_p)?);
         }
-        // XLA's erf stops short of -1 in the far tail; PyTorch's gives -inf * 0 = NaN at -inf.
-        let ninf = cmp_k(cx, Comparison::Eq, x, f64::NEG_INFINITY)?;
+        // x/2 * erfc(-x/sqrt(2)) = x/2 * (1 + erf(x/sqrt(2))), without the cancellation of
+        // 1 + erf in the negative tail (gelu(-1e30) is -0, not -1e30 * ulp).
+        let s = mul_k(cx, x, -SQRT1_2)?;
+        let t = cx.unary(UnaryOp::Erfc, &s)?;
+        let r = cx.mul(&half_x, &t)?;
+        let inf = if nan_at_inf {
+            let abs = cx.unary(UnaryOp::Abs, x)?;
+            cmp_k(cx, Comparison::Eq, &abs, f64::INFINITY)?
+        } else {
+            cmp_k(cx, Comparison::Eq, x, f64::NEG_INFINITY)?
+        };
         let nan = splat(cx, x, f64::NAN)?;
-        sel(cx, &ninf, &nan, &r)
+        sel(cx, &inf, &nan, &r)
     })
 }
 
