@@ -160,13 +160,19 @@ fn json(r: &TuneReport) -> serde_json::Value {
 
 fn print_table(r: &TuneReport, top: usize) {
     let default_ms = ms(r.default_time);
+    let ranked = r.ranked();
+    // Speedups against the default's score from the same search, not its confirmed time.
+    let default_score = ranked
+        .iter()
+        .find(|(c, _)| **c == r.default_config)
+        .map(|(_, t)| t.as_secs_f64() * 1e3);
     println!(
         "{:>4}  {:<28} {:>10} {:>10}",
         "rank", "config", "ms", "speedup"
     );
-    for (i, (config, t)) in r.ranked().into_iter().take(top).enumerate() {
+    for (i, (config, t)) in ranked.into_iter().take(top).enumerate() {
         let t = t.as_secs_f64() * 1e3;
-        let speedup = default_ms.map_or(String::from("-"), |d| format!("{:.2}x", d / t));
+        let speedup = default_score.map_or(String::from("-"), |d| format!("{:.2}x", d / t));
         let mark = if *config == r.default_config {
             " (default)"
         } else {
@@ -191,7 +197,7 @@ fn print_table(r: &TuneReport, top: usize) {
         .filter(|e| matches!(e.outcome, Outcome::Rejected(_)))
         .collect();
     println!(
-        "{}: best {} ({}), default {} ({}), {} of {} feasible configs measured this run ({} skipped by constraints, {failed} failed, {} wrong output){}",
+        "{}: best {} ({}), default {} ({}) timed side by side, {} of {} feasible configs measured this run ({} skipped by constraints, {failed} failed, {} wrong output){}",
         r.kernel,
         r.config,
         ms(r.best_time).map_or("-".into(), |v| format!("{v:.3} ms")),
