@@ -37,6 +37,9 @@ pub struct CallResult {
     /// For in-place and `.out` overloads: `(argument index, output index)` pairs; the caller
     /// writes each output into that argument (resizing an `out` tensor to its shape).
     pub writes: Vec<(usize, usize)>,
+    /// How many of `outputs` are the op's results; the ones after them are only new values
+    /// of written arguments that the op does not return (batch norm's running statistics).
+    pub returns: usize,
     /// The override kernel that ran, if any.
     pub kernel: Option<&'static str>,
     /// The module that ran (None when nothing needed the device).
@@ -83,14 +86,24 @@ pub fn call(
         Choice::ViaFunctional { functional, .. } => rebind_functional(&bound, functional),
         _ => (bound.clone(), Vec::new()),
     };
-    let lowered = build(&lower_args, &bound, &writes, choice, device.kind(), options)?;
+    let updates = match choice {
+        Choice::ViaFunctional { .. } => Vec::new(),
+        _ => unreturned_writes(schema),
+    };
+    let lowered = build(&lower_args, &bound, &writes, &updates, choice, device.kind(), options)?;
+    // A lowering returns the new values of unreturned written arguments where the op writes
+    // them (batch norm in training mode), and leaves them out where it does not.
+    let updates: Vec<_> = updates.into_iter().filter(|&(_, out)| out < lowered.outs.len()).collect();
     let outputs = run(schema, lowered, device)?;
+    let mut writes = if writes.is_empty() {
+        direct_writes(schema)
+    } else {
+        writes
+    };
+    writes.extend(updates);
     Ok(CallResult {
-        writes: if writes.is_empty() {
-            direct_writes(schema)
-        } else {
-            writes
-        },
+        writes,
+        returns: schema.returns.len(),
         kernel: choice.kernel(),
         outputs: outputs.0,
         module: outputs.1,
@@ -159,6 +172,20 @@ fn direct_writes(schema: &OpSchema) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Written arguments that no return aliases (`Tensor(a!) running_mean`), paired with the
+/// output after the schema's returns that carries each one's new value.
+fn unreturned_writes(schema: &OpSchema) -> Vec<(usize, usize)> {
+    let returned = direct_writes(schema);
+    schema
+        .args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| a.mutable && !a.out && !returned.iter().any(|(arg, _)| arg == i))
+        .enumerate()
+        .map(|(k, (i, _))| (i, schema.returns.len() + k))
+        .collect()
+}
+
 /// The alias set (`a!`) of argument `name`, read from the schema text.
 fn alias_of(schema: &OpSchema, name: &str) -> Option<&'static str> {
     let text = schema.schema;
@@ -182,6 +209,7 @@ fn build(
     args: &HostArgs,
     original: &HostArgs,
     writes: &[(usize, usize)],
+    updates: &[(usize, usize)],
     choice: Choice,
     device: DeviceKind,
     options: CallOptions,
@@ -221,6 +249,10 @@ fn build(
         _ => wrap(e),
     })?;
     for &(arg, out) in writes {
+        cast_for_write(&mut cx, original, arg, outs.get_mut(out)).map_err(&wrap)?;
+    }
+    let produced = outs.len();
+    for &(arg, out) in updates.iter().filter(|(_, out)| *out < produced) {
         cast_for_write(&mut cx, original, arg, outs.get_mut(out)).map_err(&wrap)?;
     }
     let mut results = Vec::new();

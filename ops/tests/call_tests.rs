@@ -119,3 +119,37 @@ fn errors_name_the_op_and_the_problem() {
     let e = run("abs", vec![t(DType::Bool, &[1], &[1.])], vec![]).unwrap_err();
     assert!(e.to_string().contains("dtype bool is not supported"), "{e}");
 }
+
+#[test]
+fn batch_norm_training_returns_the_new_running_statistics_as_writes() {
+    // x [2, 1, 2]: one channel holding 1, 3, 5, 7 (mean 4, unbiased var 20/3).
+    let args = vec![
+        t(DType::F64, &[2, 1, 2], &[1., 3., 5., 7.]),
+        ArgValue::None,
+        ArgValue::None,
+        t(DType::F64, &[1], &[1.0]),
+        t(DType::F64, &[1], &[2.0]),
+        ArgValue::Bool(true),
+        ArgValue::Float(0.1),
+        ArgValue::Float(1e-5),
+    ];
+    let r = call(
+        "_native_batch_norm_legit",
+        args.clone(),
+        vec![],
+        &Device::cpu().unwrap(),
+        CallOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(r.returns, 3);
+    assert_eq!(r.writes, vec![(3, 3), (4, 4)]);
+    let mean = tensor(&r.outputs[3]).to_f64_vec()[0];
+    let var = tensor(&r.outputs[4]).to_f64_vec()[0];
+    assert!((mean - (0.1 * 4.0 + 0.9 * 1.0)).abs() < 1e-12, "{mean}");
+    assert!((var - (0.1 * 20.0 / 3.0 + 0.9 * 2.0)).abs() < 1e-12, "{var}");
+    // Eval mode writes nothing.
+    let mut eval = args;
+    eval[5] = ArgValue::Bool(false);
+    let r = call("_native_batch_norm_legit", eval, vec![], &Device::cpu().unwrap(), CallOptions::default()).unwrap();
+    assert_eq!((r.outputs.len(), r.writes.len()), (3, 0));
+}

@@ -90,9 +90,10 @@ fn py_err(e: OpError) -> PyErr {
     }
 }
 
-/// Runs `op` on converted arguments. Returns `(outputs, writes, kernel)`: outputs as
-/// `(dtype, shape, bytearray)` (or lists of them, or numbers), writes as
-/// `(schema arg index, arg name, output index)`, kernel = the override that ran or None.
+/// Runs `op` on converted arguments. Returns `(outputs, writes, kernel, returns)`: outputs
+/// as `(dtype, shape, bytearray)` (or lists of them, or numbers), writes as
+/// `(schema arg index, arg name, output index)`, kernel = the override that ran or None,
+/// returns = how many outputs are the op's results (the rest only update written arguments).
 /// `overrides=False` runs the default lowering even where a kernel override applies.
 #[pyfunction]
 #[pyo3(signature = (op, args, kwargs, seed=0, overrides=true))]
@@ -103,7 +104,7 @@ fn call(
     kwargs: &Bound<'_, PyDict>,
     seed: u64,
     overrides: bool,
-) -> PyResult<(Vec<Py<PyAny>>, Vec<(usize, String, usize)>, Option<String>)> {
+) -> PyResult<(Vec<Py<PyAny>>, Vec<(usize, String, usize)>, Option<String>, usize)> {
     let pos = args
         .iter()
         .enumerate()
@@ -143,7 +144,12 @@ fn call(
         .iter()
         .map(|&(arg, out)| (arg, schema.args[arg].name.to_string(), out))
         .collect();
-    Ok((outputs, writes, result.kernel.map(str::to_string)))
+    Ok((
+        outputs,
+        writes,
+        result.kernel.map(str::to_string),
+        result.returns,
+    ))
 }
 
 /// The op table: one dict per overload (name, overload, schema, tags, core, implemented).

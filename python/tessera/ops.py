@@ -83,7 +83,7 @@ def call(op: str, *args, **kwargs):
     `tessera.UnsupportedError` (dtype or feature Tessera does not support) or
     `tessera.DeviceError`.
     """
-    outputs, writes, _kernel = _native.call(
+    outputs, writes, _kernel, returns = _native.call(
         op, [_arg(a) for a in args], {k: _arg(v) for k, v in kwargs.items()}, next(_seed)
     )
     results = [_result(o) for o in outputs]
@@ -95,6 +95,8 @@ def call(op: str, *args, **kwargs):
                 target.resize_(value.shape)
             target.copy_(value)
         results[out] = target
+    # Outputs past the op's returns only carried new values of written arguments.
+    results = results[:returns]
     if len(results) == 1:
         return results[0]
     return tuple(results)
@@ -104,10 +106,10 @@ def last_kernel(op: str, *args, overrides: bool = True, **kwargs):
     """Like `call` for functional overloads, but returns `(result, kernel)`: the name of the
     override kernel that ran, or None when the default lowering did (for tests of dispatch).
     `overrides=False` runs the default lowering even where an override applies."""
-    outputs, _writes, kernel = _native.call(
+    outputs, _writes, kernel, returns = _native.call(
         op, [_arg(a) for a in args], {k: _arg(v) for k, v in kwargs.items()}, next(_seed), overrides
     )
-    results = [_result(o) for o in outputs]
+    results = [_result(o) for o in outputs[:returns]]
     return (results[0] if len(results) == 1 else tuple(results)), kernel
 
 

@@ -131,3 +131,17 @@ def test_out_form_of_a_data_dependent_shape():
     out = torch.empty(0, dtype=torch.int64)
     ops.call("nonzero.out", x, out=out)
     torch.testing.assert_close(out, torch.nonzero(x))
+
+
+def test_batch_norm_training_updates_the_running_statistics():
+    x = torch.randn(4, 3, 5)
+    mean, var = torch.randn(3), torch.rand(3)
+    want_mean, want_var = mean.clone(), var.clone()
+    want = torch.ops.aten._native_batch_norm_legit(x, None, None, want_mean, want_var, True, 0.1, 1e-5)
+    got = ops.call("_native_batch_norm_legit", x, None, None, mean, var, True, 0.1, 1e-5)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close((mean, var), (want_mean, want_var))
+    # Eval mode leaves them alone.
+    before = mean.clone()
+    ops.call("_native_batch_norm_legit", x, None, None, mean, var, False, 0.1, 1e-5)
+    torch.testing.assert_close(mean, before, rtol=0, atol=0)

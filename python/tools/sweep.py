@@ -211,6 +211,14 @@ def float64_reference(func, args, kwargs, expected):
     return back(ref, expected)
 
 
+def writes_args(func, tags):
+    """Whether the overload writes into arguments: in-place and out= forms, and ops whose
+    schema marks an argument written (`Tensor(a!) running_mean` of batch norm)."""
+    return "Inplace" in tags or "Out" in tags or any(
+        a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments
+    )
+
+
 def check_call(table, res, name, func, args, kwargs, source):
     """Runs one call in torch and in Tessera and records the comparison. Returns torch's result."""
     dtype = first_dtype(list(args) + list(kwargs.values()))
@@ -219,8 +227,9 @@ def check_call(table, res, name, func, args, kwargs, source):
     if not res.want(name, dtype, source):
         return None
     tags = table[name]["tags"]
+    mutates = writes_args(func, tags)
     t_args, t_kwargs = clone_args((args, kwargs))
-    expected = func(*clone_args(args), **clone_args(kwargs)) if "Inplace" not in tags and "Out" not in tags else None
+    expected = func(*clone_args(args), **clone_args(kwargs)) if not mutates else None
     e_args, e_kwargs = clone_args((args, kwargs))
     if expected is None:
         expected = func(*e_args, **e_kwargs)
@@ -236,7 +245,6 @@ def check_call(table, res, name, func, args, kwargs, source):
     except Exception as e:  # a bug in the bridge: record it, keep sweeping
         res.record(name, dtype, source, f"{type(e).__name__}: {e}")
         return expected
-    mutates = "Inplace" in tags or "Out" in tags
     if name in UNORDERED_TIES:
         error = compare_unordered_ties(name, tags, args, kwargs, expected, actual)
         # The `out` tensors are the results just checked; the other arguments must be intact.
@@ -273,7 +281,7 @@ class Intercept(TorchDispatchMode):
                 out = check_call(self.table, self.res, name, func, args, kwargs, "opinfo")
             except Exception:
                 out = None
-            if out is not None and "Inplace" not in self.table[name]["tags"] and "Out" not in self.table[name]["tags"]:
+            if out is not None and not writes_args(func, self.table[name]["tags"]):
                 return out
         return func(*args, **kwargs)
 

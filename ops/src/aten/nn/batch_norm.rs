@@ -3,7 +3,9 @@
 //!
 //! `save_mean`/`save_invstd` have PyTorch CPU's shapes and dtypes (`[C]` in training, `[0]` in
 //! eval; the input's dtype, or f32 for an f16/bf16 input with f32 parameters). In training mode
-//! `running_mean`/`running_var` are not updated: the functional schema has no result for them.
+//! `_native_batch_norm_legit` writes `running_mean`/`running_var` (`Tensor(a!)`): their new
+//! values follow the schema's three results (see `call::unreturned_writes`). The composite
+//! `batch_norm`, whose schema marks nothing written, returns its output only.
 
 use super::common::*;
 use super::norm::{check_float, check_vec, stats_dtype};
@@ -46,7 +48,54 @@ fn bn_invstd(cx: &mut Lower, xc: &Value, dims: &[usize], sd: DType, eps: f64) ->
     cast(cx, &inv, ct)
 }
 
-/// Batch norm: `(out, save_mean, save_invstd)`; stats empty (`[0]`) in eval mode.
+/// The running statistics after a training step, as PyTorch's CPU kernel updates them:
+/// `momentum * batch + (1 - momentum) * running`, with the unbiased batch variance; for bf16
+/// statistics (`sd`) the batch mean and sum of squared deviations rounded to bf16 first (as
+/// `bn_invstd`; f16 keeps them in f32), the update in the compute dtype, the results in the
+/// running statistics' dtypes.
+fn updated_stats(
+    cx: &mut Lower,
+    xc: &Value,
+    dims: &[usize],
+    sd: DType,
+    running: [&Value; 2],
+    momentum: f64,
+) -> LowerResult<[Value; 2]> {
+    let n: usize = dims.iter().map(|&d| xc.shape()[d]).product();
+    let c = xc.shape()[1];
+    let mean = bn_mean(cx, xc, dims)?;
+    let d = bb(cx, BinaryOp::Subtract, xc, &mean)?;
+    let d2 = cx.mul(&d, &d)?;
+    let ss = sum(cx, &d2, dims, true)?;
+    let ct = xc.dtype();
+    let rounded = |cx: &mut Lower, v: &Value| -> LowerResult<Value> {
+        let r = cast(cx, v, sd)?;
+        cast(cx, &r, ct)
+    };
+    let (mean, ss) = if sd == DType::BF16 {
+        (rounded(cx, &mean)?, rounded(cx, &ss)?)
+    } else {
+        (mean, ss)
+    };
+    let denom = splat(cx, n as f64 - 1.0, ct, ss.shape())?;
+    let var = cx.div(&ss, &denom)?;
+    let mut out = Vec::new();
+    for (batch, run) in [mean, var].iter().zip(running) {
+        let batch = cx.reshape(batch, &[c])?;
+        let run_c = cast(cx, run, ct)?;
+        let m = splat(cx, momentum, ct, &[c])?;
+        let keep = splat(cx, 1.0 - momentum, ct, &[c])?;
+        let a = cx.mul(&m, &batch)?;
+        let b = cx.mul(&keep, &run_c)?;
+        let new = cx.add(&a, &b)?;
+        out.push(cast(cx, &new, run.dtype())?);
+    }
+    let [m, v]: [Value; 2] = out.try_into().expect("two statistics");
+    Ok([m, v])
+}
+
+/// Batch norm: `(out, save_mean, save_invstd)`; stats empty (`[0]`) in eval mode. With a
+/// `momentum` in training mode, also the new running mean and variance.
 #[allow(clippy::too_many_arguments)]
 fn bn(
     cx: &mut Lower,
@@ -56,6 +105,7 @@ fn bn(
     rm: Option<Value>,
     rv: Option<Value>,
     training: bool,
+    momentum: Option<f64>,
     eps: f64,
 ) -> LowerResult<Vec<Out>> {
     check_float(x, "batch_norm")?;
@@ -127,7 +177,12 @@ fn bn(
     } else {
         (splat(cx, 0.0, sd, &[0])?, splat(cx, 0.0, sd, &[0])?)
     };
-    Ok(vec![Out::Tensor(y), Out::Tensor(sm), Out::Tensor(si)])
+    let mut outs = vec![Out::Tensor(y), Out::Tensor(sm), Out::Tensor(si)];
+    if let (true, Some(m), Some(rm), Some(rv)) = (training, momentum, &rm, &rv) {
+        let [new_mean, new_var] = updated_stats(cx, &xc, &dims, sd, [rm, rv], m)?;
+        outs.extend([Out::Tensor(new_mean), Out::Tensor(new_var)]);
+    }
+    Ok(outs)
 }
 
 pub(crate) fn batch_norm_legit(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
@@ -140,6 +195,7 @@ pub(crate) fn batch_norm_legit(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>
         Some(a.tensor("running_mean")?),
         Some(a.tensor("running_var")?),
         a.bool("training")?,
+        Some(a.float("momentum")?),
         a.float("eps")?,
     )
 }
@@ -154,6 +210,7 @@ pub(crate) fn batch_norm_legit_no_stats(cx: &mut Lower, a: &Args) -> LowerResult
         None,
         None,
         a.bool("training")?,
+        None,
         a.float("eps")?,
     )
 }
@@ -168,6 +225,7 @@ pub(crate) fn batch_norm_legit_no_training(cx: &mut Lower, a: &Args) -> LowerRes
         Some(a.tensor("running_mean")?),
         Some(a.tensor("running_var")?),
         false,
+        None,
         a.float("eps")?,
     )
 }
@@ -182,6 +240,7 @@ pub(crate) fn batch_norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         a.opt_tensor("running_mean")?,
         a.opt_tensor("running_var")?,
         a.bool("training")?,
+        None,
         a.float("eps")?,
     )?;
     r.truncate(1);

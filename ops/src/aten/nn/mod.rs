@@ -8,9 +8,10 @@
 //! `common::Rounding` reproduces those roundings, so results agree bit for bit or nearly.
 //!
 //! Known differences from PyTorch: masked-out (`output_mask` False) or undefined gradients are
-//! zero-size tensors where PyTorch returns None; `_native_batch_norm_legit` in training mode
-//! and `batch_norm` do not update `running_mean`/`running_var` in place; class targets out of
-//! range are not detected (PyTorch raises, data-dependently).
+//! zero-size tensors where PyTorch returns None; the composite `batch_norm` does not update
+//! `running_mean`/`running_var` in place (its schema marks nothing written; eager PyTorch
+//! reaches `_native_batch_norm_legit`, which does); class targets out of range are not
+//! detected (PyTorch raises, data-dependently).
 
 mod adaptive;
 mod attention;
