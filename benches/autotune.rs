@@ -237,8 +237,7 @@ fn strategies(_: &mut Criterion) {
         let exes: Vec<Arc<Executable>> = configs
             .iter()
             .map(|c| {
-                compile_program(&kernel.program(c).expect("trace"), &device, FORM)
-                    .expect("compile")
+                compile_program(&kernel.program(c).expect("trace"), &device, FORM).expect("compile")
             })
             .collect();
         let inputs: Vec<Buffer> = kernel
@@ -307,5 +306,11 @@ fn cache_hit(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, default_vs_tuned, side_by_side, strategies, cache_hit);
+criterion_group!(
+    benches,
+    default_vs_tuned,
+    side_by_side,
+    strategies,
+    cache_hit
+);
 criterion_main!(benches);

@@ -328,5 +328,8 @@ fn the_form_is_part_of_the_cache_key() {
     assert_eq!(first.source, Source::Tuned, "another form is not a hit");
     assert_ne!(first.cache_path, auto.cache_path);
     assert!(run(&kernel, &grid_loop).cache_hit());
-    assert!(run(&kernel, &options(&dir)).cache_hit(), "the Auto entry is kept");
+    assert!(
+        run(&kernel, &options(&dir)).cache_hit(),
+        "the Auto entry is kept"
+    );
 }

@@ -176,7 +176,15 @@ fn tune_json_counts_the_feasible_space() {
 #[test]
 fn a_second_tune_is_a_cache_hit() {
     let args = [
-        "tune", "softmax", "--shape", "64,256", "--form", "grid-loop", "--budget", "3", "--json",
+        "tune",
+        "softmax",
+        "--shape",
+        "64,256",
+        "--form",
+        "grid-loop",
+        "--budget",
+        "3",
+        "--json",
     ];
     let first = tessera(&[&args[..], &["--retune"]].concat());
     assert!(first.status.success(), "{}", stderr(&first));

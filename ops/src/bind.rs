@@ -83,7 +83,10 @@ impl TensorArg for tessera_lowering::HostTensor {
         }
         match d {
             DType::I64 => self.to_vec::<i64>().ok().map(|v| v[0]),
-            DType::U64 => self.to_vec::<u64>().ok().and_then(|v| i64::try_from(v[0]).ok()),
+            DType::U64 => self
+                .to_vec::<u64>()
+                .ok()
+                .and_then(|v| i64::try_from(v[0]).ok()),
             // Every other integer type is exact in an f64; floats truncate, as `int()` does.
             _ => self
                 .to_f64_vec()
@@ -290,10 +293,22 @@ mod tests {
     fn coerces_what_pytorch_coerces() {
         // A one-element int tensor for an int (`narrow(x, 0, torch.tensor(2), 3)`).
         let s = find("narrow").unwrap();
-        let b = bind(s, vec![V::Tensor(1), V::Int(0), V::Tensor(102), V::Int(3)], vec![]).unwrap();
+        let b = bind(
+            s,
+            vec![V::Tensor(1), V::Int(0), V::Tensor(102), V::Int(3)],
+            vec![],
+        )
+        .unwrap();
         assert_eq!(b.values[2], V::Int(2));
-        let e = bind(s, vec![V::Tensor(1), V::Int(0), V::Tensor(1), V::Int(3)], vec![]);
-        assert!(e.unwrap_err().to_string().contains("`start` must be an int, not Tensor"));
+        let e = bind(
+            s,
+            vec![V::Tensor(1), V::Int(0), V::Tensor(1), V::Int(3)],
+            vec![],
+        );
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("`start` must be an int, not Tensor"));
         // A number for a Tensor stays a number (a wrapped number).
         let s = find("add_.Tensor").unwrap();
         let b = bind(s, vec![V::Tensor(1), V::Float(2.5)], vec![]).unwrap();

@@ -90,10 +90,21 @@ pub fn call(
         Choice::ViaFunctional { .. } => Vec::new(),
         _ => unreturned_writes(schema),
     };
-    let lowered = build(&lower_args, &bound, &writes, &updates, choice, device.kind(), options)?;
+    let lowered = build(
+        &lower_args,
+        &bound,
+        &writes,
+        &updates,
+        choice,
+        device.kind(),
+        options,
+    )?;
     // A lowering returns the new values of unreturned written arguments where the op writes
     // them (batch norm in training mode), and leaves them out where it does not.
-    let updates: Vec<_> = updates.into_iter().filter(|&(_, out)| out < lowered.outs.len()).collect();
+    let updates: Vec<_> = updates
+        .into_iter()
+        .filter(|&(_, out)| out < lowered.outs.len())
+        .collect();
     let outputs = run(schema, lowered, device)?;
     let mut writes = if writes.is_empty() {
         direct_writes(schema)

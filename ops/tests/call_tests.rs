@@ -146,10 +146,20 @@ fn batch_norm_training_returns_the_new_running_statistics_as_writes() {
     let mean = tensor(&r.outputs[3]).to_f64_vec()[0];
     let var = tensor(&r.outputs[4]).to_f64_vec()[0];
     assert!((mean - (0.1 * 4.0 + 0.9 * 1.0)).abs() < 1e-12, "{mean}");
-    assert!((var - (0.1 * 20.0 / 3.0 + 0.9 * 2.0)).abs() < 1e-12, "{var}");
+    assert!(
+        (var - (0.1 * 20.0 / 3.0 + 0.9 * 2.0)).abs() < 1e-12,
+        "{var}"
+    );
     // Eval mode writes nothing.
     let mut eval = args;
     eval[5] = ArgValue::Bool(false);
-    let r = call("_native_batch_norm_legit", eval, vec![], &Device::cpu().unwrap(), CallOptions::default()).unwrap();
+    let r = call(
+        "_native_batch_norm_legit",
+        eval,
+        vec![],
+        &Device::cpu().unwrap(),
+        CallOptions::default(),
+    )
+    .unwrap();
     assert_eq!((r.outputs.len(), r.writes.len()), (3, 0));
 }

@@ -104,7 +104,12 @@ fn call(
     kwargs: &Bound<'_, PyDict>,
     seed: u64,
     overrides: bool,
-) -> PyResult<(Vec<Py<PyAny>>, Vec<(usize, String, usize)>, Option<String>, usize)> {
+) -> PyResult<(
+    Vec<Py<PyAny>>,
+    Vec<(usize, String, usize)>,
+    Option<String>,
+    usize,
+)> {
     let pos = args
         .iter()
         .enumerate()

@@ -186,7 +186,14 @@ pub fn tune(
     search(options.strategy, &space, &origin, &mut session);
 
     report.source = Source::Tuned;
-    confirm(kernel, device, options.form, &bench, options.measure.confirm, &mut report)?;
+    confirm(
+        kernel,
+        device,
+        options.form,
+        &bench,
+        options.measure.confirm,
+        &mut report,
+    )?;
     store(&report, key, &options.cache_dir);
     report.elapsed = start.elapsed();
     Ok(report)
