@@ -116,10 +116,10 @@ fn coerce<T: TensorArg>(a: &ArgSchema, v: ArgValue<T>) -> Result<ArgValue<T>, St
         // A Python number where a Tensor goes is a "wrapped number" in PyTorch: it stays a
         // Scalar here, so the lowerings that take one (`operand`) promote it as a number.
         (ArgType::Tensor, v @ (V::Bool(_) | V::Int(_) | V::Float(_))) => v,
-        (ArgType::Int | ArgType::IntList, V::Tensor(t)) if t.as_index().is_some() => {
-            let i = t.as_index().unwrap_or_default();
-            coerce(a, V::Int(i))?
-        }
+        (ArgType::Int | ArgType::IntList, V::Tensor(t)) => match t.as_index() {
+            Some(i) => coerce(a, V::Int(i))?,
+            None => return Err(wrong(&V::Tensor(t))),
+        },
         (ArgType::TensorList, v @ V::TensorList(_)) => v,
         (ArgType::OptTensorList, V::TensorList(ts)) => {
             V::OptTensorList(ts.into_iter().map(Some).collect())

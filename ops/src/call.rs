@@ -86,11 +86,12 @@ pub fn call(
         Choice::ViaFunctional { functional, .. } => rebind_functional(&bound, functional),
         _ => (bound.clone(), Vec::new()),
     };
+    let direct = direct_writes(schema);
     let updates = match choice {
         Choice::ViaFunctional { .. } => Vec::new(),
-        _ => unreturned_writes(schema),
+        _ => unreturned_writes(schema, &direct),
     };
-    let lowered = build(
+    let mut lowered = build(
         &lower_args,
         &bound,
         &writes,
@@ -99,18 +100,9 @@ pub fn call(
         device.kind(),
         options,
     )?;
-    // A lowering returns the new values of unreturned written arguments where the op writes
-    // them (batch norm in training mode), and leaves them out where it does not.
-    let updates: Vec<_> = updates
-        .into_iter()
-        .filter(|&(_, out)| out < lowered.outs.len())
-        .collect();
+    let updates = std::mem::take(&mut lowered.updates);
     let outputs = run(schema, lowered, device)?;
-    let mut writes = if writes.is_empty() {
-        direct_writes(schema)
-    } else {
-        writes
-    };
+    let mut writes = if writes.is_empty() { direct } else { writes };
     writes.extend(updates);
     Ok(CallResult {
         writes,
@@ -183,10 +175,10 @@ fn direct_writes(schema: &OpSchema) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Written arguments that no return aliases (`Tensor(a!) running_mean`), paired with the
-/// output after the schema's returns that carries each one's new value.
-fn unreturned_writes(schema: &OpSchema) -> Vec<(usize, usize)> {
-    let returned = direct_writes(schema);
+/// Written arguments that no return aliases (`Tensor(a!) running_mean`; `returned` are the
+/// [`direct_writes`]), paired with the output after the schema's returns that carries each
+/// one's new value.
+fn unreturned_writes(schema: &OpSchema, returned: &[(usize, usize)]) -> Vec<(usize, usize)> {
     schema
         .args
         .iter()
@@ -213,6 +205,8 @@ struct Lowered {
     outs: Vec<Out>,
     /// The values the module returns, in order.
     results: Vec<Value>,
+    /// The unreturned written arguments whose new values the lowering produced.
+    updates: Vec<(usize, usize)>,
     inputs: Vec<HostTensor>,
 }
 
@@ -259,11 +253,14 @@ fn build(
         },
         _ => wrap(e),
     })?;
-    for &(arg, out) in writes {
-        cast_for_write(&mut cx, original, arg, outs.get_mut(out)).map_err(&wrap)?;
-    }
-    let produced = outs.len();
-    for &(arg, out) in updates.iter().filter(|(_, out)| *out < produced) {
+    // A lowering returns the new values of unreturned written arguments where the op writes
+    // them (batch norm in training mode), and leaves them out where it does not.
+    let updates: Vec<_> = updates
+        .iter()
+        .copied()
+        .filter(|&(_, out)| out < outs.len())
+        .collect();
+    for &(arg, out) in writes.iter().chain(&updates) {
         cast_for_write(&mut cx, original, arg, outs.get_mut(out)).map_err(&wrap)?;
     }
     let mut results = Vec::new();
@@ -289,6 +286,7 @@ fn build(
         outs,
         results,
         inputs,
+        updates,
     })
 }
 

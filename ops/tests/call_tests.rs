@@ -1,38 +1,8 @@
 //! End-to-end calls on the XLA CPU plugin: results against values computed here in f64.
 
-use tessera_lowering::{DType, HostTensor};
-use tessera_ops::{call, ArgValue, CallOptions, OpError, Output};
-use tessera_runtime::Device;
+mod common;
 
-fn t(dtype: DType, shape: &[usize], v: &[f64]) -> ArgValue<HostTensor> {
-    ArgValue::Tensor(HostTensor::from_f64(dtype, shape.to_vec(), v))
-}
-
-fn run(
-    op: &str,
-    args: Vec<ArgValue<HostTensor>>,
-    kwargs: Vec<(&str, ArgValue<HostTensor>)>,
-) -> Result<Vec<Output>, OpError> {
-    let kwargs = kwargs
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    Ok(call(
-        op,
-        args,
-        kwargs,
-        &Device::cpu().unwrap(),
-        CallOptions::default(),
-    )?
-    .outputs)
-}
-
-fn tensor(o: &Output) -> &HostTensor {
-    match o {
-        Output::Tensor(t) => t,
-        other => panic!("expected a tensor, got {other:?}"),
-    }
-}
+use common::*;
 
 #[test]
 fn add_broadcasts_promotes_and_scales() {

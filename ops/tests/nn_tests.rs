@@ -1,33 +1,11 @@
 //! nn ops on the XLA CPU plugin, against values computed by hand.
 
-use tessera_lowering::{DType, HostTensor};
-use tessera_ops::{call, ArgValue, CallOptions, OpError, Output};
-use tessera_runtime::Device;
+mod common;
 
-type A = ArgValue<HostTensor>;
-
-fn t(dtype: DType, shape: &[usize], v: &[f64]) -> A {
-    ArgValue::Tensor(HostTensor::from_f64(dtype, shape.to_vec(), v))
-}
+use common::*;
 
 fn f32s(shape: &[usize], v: &[f64]) -> A {
     t(DType::F32, shape, v)
-}
-
-fn ints(v: &[i64]) -> A {
-    ArgValue::IntList(v.to_vec())
-}
-
-fn run(op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>) -> Result<Vec<Output>, OpError> {
-    let kwargs = kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    Ok(call(op, args, kwargs, &Device::cpu().unwrap(), CallOptions::default())?.outputs)
-}
-
-fn tensor(o: &Output) -> &HostTensor {
-    match o {
-        Output::Tensor(t) => t,
-        other => panic!("expected a tensor, got {other:?}"),
-    }
 }
 
 fn vals(o: &Output) -> Vec<f64> {

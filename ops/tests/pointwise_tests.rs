@@ -1,22 +1,11 @@
 //! Pointwise lowerings on the XLA CPU plugin, against values PyTorch gives (hand-checked).
 
-use tessera_lowering::{DType, HostTensor};
-use tessera_ops::{call, ArgValue, CallOptions, OpError, Output};
-use tessera_runtime::Device;
+mod common;
 
-type A = ArgValue<HostTensor>;
-
-fn t(dtype: DType, shape: &[usize], v: &[f64]) -> A {
-    ArgValue::Tensor(HostTensor::from_f64(dtype, shape.to_vec(), v))
-}
+use common::*;
 
 fn v(dtype: DType, v: &[f64]) -> A {
     t(dtype, &[v.len()], v)
-}
-
-fn run(op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>) -> Result<Vec<Output>, OpError> {
-    let kwargs = kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    Ok(call(op, args, kwargs, &Device::cpu().unwrap(), CallOptions::default())?.outputs)
 }
 
 /// The one tensor result of `op`: its dtype and values.

@@ -1,44 +1,16 @@
 //! Reductions, scans, softmax, sort/topk and linear algebra: end-to-end calls on the XLA CPU
 //! plugin against hand-computed values (PyTorch's results: `python/tools/check_ops.py`).
 
-use tessera_lowering::{DType, HostTensor};
-use tessera_ops::{call, ArgValue, CallOptions, OpError, Output};
-use tessera_runtime::Device;
+mod common;
 
-type Arg = ArgValue<HostTensor>;
+use common::*;
 
-fn t(dtype: DType, shape: &[usize], v: &[f64]) -> Arg {
-    ArgValue::Tensor(HostTensor::from_f64(dtype, shape.to_vec(), v))
-}
-
-fn f32s(shape: &[usize], v: &[f64]) -> Arg {
+fn f32s(shape: &[usize], v: &[f64]) -> A {
     t(DType::F32, shape, v)
 }
 
-fn run(op: &str, args: Vec<Arg>, kwargs: Vec<(&str, Arg)>) -> Result<Vec<Output>, OpError> {
-    let kwargs = kwargs
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    Ok(call(
-        op,
-        args,
-        kwargs,
-        &Device::cpu().unwrap(),
-        CallOptions::default(),
-    )?
-    .outputs)
-}
-
-fn tensor(o: &Output) -> &HostTensor {
-    match o {
-        Output::Tensor(t) => t,
-        other => panic!("expected a tensor, got {other:?}"),
-    }
-}
-
 /// Runs `op` and returns its outputs as (dtype, shape, values).
-fn outs(op: &str, args: Vec<Arg>, kwargs: Vec<(&str, Arg)>) -> Vec<(DType, Vec<usize>, Vec<f64>)> {
+fn outs(op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>) -> Vec<(DType, Vec<usize>, Vec<f64>)> {
     run(op, args, kwargs)
         .unwrap_or_else(|e| panic!("{op}: {e}"))
         .iter()

@@ -1,40 +1,14 @@
 //! Shape, indexing and creation lowerings, end to end on the XLA CPU plugin, against values
 //! computed by hand (and, for random ops, their statistics).
 
-use tessera_lowering::{DType, HostTensor};
-use tessera_ops::{call, ArgValue, CallOptions, OpError, Output};
-use tessera_runtime::Device;
+mod common;
 
-type A = ArgValue<HostTensor>;
-
-fn t(dtype: DType, shape: &[usize], v: &[f64]) -> A {
-    ArgValue::Tensor(HostTensor::from_f64(dtype, shape.to_vec(), v))
-}
+use common::*;
 
 fn f32s(shape: &[usize]) -> A {
     let n: usize = shape.iter().product();
     let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
     t(DType::F32, shape, &v)
-}
-
-fn ints(v: &[i64]) -> A {
-    ArgValue::IntList(v.to_vec())
-}
-
-fn run_seeded(op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>, seed: u64) -> Result<Vec<Output>, OpError> {
-    let kwargs = kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    Ok(call(op, args, kwargs, &Device::cpu().unwrap(), CallOptions { seed, ..Default::default() })?.outputs)
-}
-
-fn run(op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>) -> Result<Vec<Output>, OpError> {
-    run_seeded(op, args, kwargs, 0)
-}
-
-fn tensor(o: &Output) -> &HostTensor {
-    match o {
-        Output::Tensor(t) => t,
-        other => panic!("expected a tensor, got {other:?}"),
-    }
 }
 
 /// The first result's shape and values.

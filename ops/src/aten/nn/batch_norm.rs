@@ -22,23 +22,36 @@ fn bn_mean(cx: &mut Lower, xc: &Value, dims: &[usize]) -> LowerResult<Value> {
     Ok(cx.div(&s, &nv)?)
 }
 
-/// `1 / sqrt(var + eps)` as PyTorch's CPU batch norm computes it: the sum of squared
-/// deviations is kept in the statistics' dtype (so rounded for bf16, and divided by N in
-/// bf16), the inverse square root in f64.
-fn bn_invstd(cx: &mut Lower, xc: &Value, dims: &[usize], sd: DType, eps: f64) -> LowerResult<Value> {
+/// The batch statistics over `dims` (kept, in `xc`'s dtype): the mean, the sum of squared
+/// deviations from it, and the count `n` of elements per channel.
+struct Moments {
+    mean: Value,
+    ss: Value,
+    n: usize,
+}
+
+fn bn_moments(cx: &mut Lower, xc: &Value, dims: &[usize]) -> LowerResult<Moments> {
     let n: usize = dims.iter().map(|&d| xc.shape()[d]).product();
-    let ct = xc.dtype();
     let mean = bn_mean(cx, xc, dims)?;
     let d = bb(cx, BinaryOp::Subtract, xc, &mean)?;
     let d2 = cx.mul(&d, &d)?;
     let ss = sum(cx, &d2, dims, true)?;
+    Ok(Moments { mean, ss, n })
+}
+
+/// `1 / sqrt(var + eps)` as PyTorch's CPU batch norm computes it: the sum of squared
+/// deviations is kept in the statistics' dtype (so rounded for bf16, and divided by N in
+/// bf16), the inverse square root in f64.
+fn bn_invstd(cx: &mut Lower, m: &Moments, sd: DType, eps: f64) -> LowerResult<Value> {
+    let (ss, n) = (&m.ss, m.n);
+    let ct = ss.dtype();
     let var = if sd == DType::BF16 {
         let rd = Rounding::new(DType::BF16);
-        let ssr = rd.r(cx, &ss)?;
+        let ssr = rd.r(cx, ss)?;
         rd.bin_s(cx, BinaryOp::Divide, &ssr, n as f64)?
     } else {
         let nv = splat(cx, n as f64, ct, ss.shape())?;
-        cx.div(&ss, &nv)?
+        cx.div(ss, &nv)?
     };
     let v64 = cast(cx, &var, DType::F64)?;
     let v64 = add_s(cx, &v64, eps)?;
@@ -55,36 +68,28 @@ fn bn_invstd(cx: &mut Lower, xc: &Value, dims: &[usize], sd: DType, eps: f64) ->
 /// running statistics' dtypes.
 fn updated_stats(
     cx: &mut Lower,
-    xc: &Value,
-    dims: &[usize],
+    moments: &Moments,
     sd: DType,
     running: [&Value; 2],
     momentum: f64,
 ) -> LowerResult<[Value; 2]> {
-    let n: usize = dims.iter().map(|&d| xc.shape()[d]).product();
-    let c = xc.shape()[1];
-    let mean = bn_mean(cx, xc, dims)?;
-    let d = bb(cx, BinaryOp::Subtract, xc, &mean)?;
-    let d2 = cx.mul(&d, &d)?;
-    let ss = sum(cx, &d2, dims, true)?;
-    let ct = xc.dtype();
-    let rounded = |cx: &mut Lower, v: &Value| -> LowerResult<Value> {
-        let r = cast(cx, v, sd)?;
-        cast(cx, &r, ct)
-    };
+    let Moments { mean, ss, n } = moments;
+    let ct = ss.dtype();
+    let c = ss.ty().num_elements();
     let (mean, ss) = if sd == DType::BF16 {
-        (rounded(cx, &mean)?, rounded(cx, &ss)?)
+        let rd = Rounding::new(DType::BF16);
+        (rd.r(cx, mean)?, rd.r(cx, ss)?)
     } else {
-        (mean, ss)
+        (mean.clone(), ss.clone())
     };
-    let denom = splat(cx, n as f64 - 1.0, ct, ss.shape())?;
+    let denom = splat(cx, *n as f64 - 1.0, ct, ss.shape())?;
     let var = cx.div(&ss, &denom)?;
+    let m = splat(cx, momentum, ct, &[c])?;
+    let keep = splat(cx, 1.0 - momentum, ct, &[c])?;
     let mut out = Vec::new();
     for (batch, run) in [mean, var].iter().zip(running) {
         let batch = cx.reshape(batch, &[c])?;
         let run_c = cast(cx, run, ct)?;
-        let m = splat(cx, momentum, ct, &[c])?;
-        let keep = splat(cx, 1.0 - momentum, ct, &[c])?;
         let a = cx.mul(&m, &batch)?;
         let b = cx.mul(&keep, &run_c)?;
         let new = cx.add(&a, &b)?;
@@ -134,11 +139,15 @@ fn bn(
     let ct = xc.dtype();
     let shape = xc.shape().to_vec();
     let dims: Vec<usize> = (0..x.rank()).filter(|&d| d != 1).collect();
-    let (mean, invstd) = if training {
-        let is = bn_invstd(cx, &xc, &dims, sd, eps)?;
-        let m = bn_mean(cx, &xc, &dims)?;
+    let moments = if training {
+        Some(bn_moments(cx, &xc, &dims)?)
+    } else {
+        None
+    };
+    let (mean, invstd) = if let Some(moments) = &moments {
+        let is = bn_invstd(cx, moments, sd, eps)?;
         // PyTorch normalizes with the saved statistics, rounded to their dtype.
-        let m = cast(cx, &m, sd)?;
+        let m = cast(cx, &moments.mean, sd)?;
         let m = cast(cx, &m, ct)?;
         let is = cast(cx, &is, sd)?;
         let is = cast(cx, &is, ct)?;
@@ -178,8 +187,8 @@ fn bn(
         (splat(cx, 0.0, sd, &[0])?, splat(cx, 0.0, sd, &[0])?)
     };
     let mut outs = vec![Out::Tensor(y), Out::Tensor(sm), Out::Tensor(si)];
-    if let (true, Some(m), Some(rm), Some(rv)) = (training, momentum, &rm, &rv) {
-        let [new_mean, new_var] = updated_stats(cx, &xc, &dims, sd, [rm, rv], m)?;
+    if let (Some(moments), Some(m), Some(rm), Some(rv)) = (&moments, momentum, &rm, &rv) {
+        let [new_mean, new_var] = updated_stats(cx, moments, sd, [rm, rv], m)?;
         outs.extend([Out::Tensor(new_mean), Out::Tensor(new_var)]);
     }
     Ok(outs)
