@@ -148,11 +148,11 @@ fn adaptive_avg_seq(cx: &mut Lower, x: &Value, out: &[usize]) -> LowerResult<Opt
     }
     let rd = Rounding::new(dt);
     let cur = cast(cx, &cur, rd.ct)?;
-    let pshape = cur.shape().to_vec();
     let mut oshape = x.shape()[..lead].to_vec();
     oshape.extend_from_slice(out);
     let mut acc = splat(cx, 0.0, rd.ct, &oshape)?;
     let zero = splat(cx, 0.0, rd.ct, &oshape)?;
+    let tile = Tile { cur: &cur, lead, oshape: &oshape, zero: &zero };
     for flat in 0..taps {
         let mut r = flat;
         let mut tap = vec![0; n];
@@ -160,32 +160,10 @@ fn adaptive_avg_seq(cx: &mut Lower, x: &Value, out: &[usize]) -> LowerResult<Opt
             tap[i] = r % ls[i];
             r /= ls[i];
         }
-        let mut lo = vec![0; pshape.len()];
-        let mut hi = pshape.clone();
-        for i in 0..n {
-            lo[lead + 2 * i + 1] = tap[i];
-            hi[lead + 2 * i + 1] = tap[i] + 1;
-        }
-        let sl = cx.slice(&cur, &lo, &hi, &vec![1; pshape.len()])?;
-        let sl = cx.reshape(&sl, &oshape)?;
-        let mut m: Option<Value> = None;
-        for i in 0..n {
-            let col: Vec<f64> = (0..out[i]).map(|o| masks[i][o * ls[i] + tap[i]]).collect();
-            if col.iter().all(|&v| v == 1.0) {
-                continue;
-            }
-            let mv = host_const(cx, DType::Bool, &[out[i]], &col)?;
-            let mv = bcast_vec(cx, &mv, &oshape, lead + i)?;
-            m = Some(match m {
-                None => mv,
-                Some(p) => cx.binary(BinaryOp::And, &p, &mv)?,
-            });
-        }
-        let sl = match m {
-            Some(m) => cx.select(&m, &sl, &zero)?,
-            None => sl,
-        };
-        acc = rd.add(cx, &acc, &sl)?;
+        let cols: Vec<Vec<f64>> = (0..n)
+            .map(|i| (0..out[i]).map(|o| masks[i][o * ls[i] + tap[i]]).collect())
+            .collect();
+        acc = tile.add_tap(cx, &rd, &acc, &tap, &cols)?;
     }
     for i in 0..n {
         let ext: Vec<f64> = wins[i].iter().map(|(s, e)| (e - s) as f64).collect();
@@ -194,6 +172,55 @@ fn adaptive_avg_seq(cx: &mut Lower, x: &Value, out: &[usize]) -> LowerResult<Opt
         acc = rd.div(cx, &acc, &ev)?;
     }
     Ok(Some(cast(cx, &acc, dt)?))
+}
+
+/// The taps of an overlap-add, both directions: `cur` holds every tap at axes `lead + 2i + 1`
+/// (one per spatial axis `i`); a tap's slice is reshaped to `oshape`.
+struct Tile<'a> {
+    cur: &'a Value,
+    lead: usize,
+    oshape: &'a [usize],
+    zero: &'a Value,
+}
+
+impl Tile<'_> {
+    /// `acc` plus tap `tap`'s slice, zeroed where a per-axis mask `cols[i]` (along axis
+    /// `lead + i` of `oshape`) is 0; an all-ones mask costs nothing.
+    fn add_tap(
+        &self,
+        cx: &mut Lower,
+        rd: &Rounding,
+        acc: &Value,
+        tap: &[usize],
+        cols: &[Vec<f64>],
+    ) -> LowerResult<Value> {
+        let pshape = self.cur.shape().to_vec();
+        let mut lo = vec![0; pshape.len()];
+        let mut hi = pshape.clone();
+        for (i, &t) in tap.iter().enumerate() {
+            lo[self.lead + 2 * i + 1] = t;
+            hi[self.lead + 2 * i + 1] = t + 1;
+        }
+        let sl = cx.slice(self.cur, &lo, &hi, &vec![1; pshape.len()])?;
+        let sl = cx.reshape(&sl, self.oshape)?;
+        let mut m: Option<Value> = None;
+        for (i, col) in cols.iter().enumerate() {
+            if col.iter().all(|&v| v == 1.0) {
+                continue;
+            }
+            let mv = host_const(cx, DType::Bool, &[col.len()], col)?;
+            let mv = bcast_vec(cx, &mv, self.oshape, self.lead + i)?;
+            m = Some(match m {
+                None => mv,
+                Some(p) => cx.binary(BinaryOp::And, &p, &mv)?,
+            });
+        }
+        let sl = match m {
+            Some(m) => cx.select(&m, &sl, self.zero)?,
+            None => sl,
+        };
+        rd.add(cx, acc, &sl)
+    }
 }
 
 fn adaptive(cx: &mut Lower, a: &Args, n: usize, op: &str) -> LowerResult<Vec<Out>> {
@@ -295,41 +322,21 @@ pub(crate) fn adaptive_avg_pool2d_backward(cx: &mut Lower, a: &Args) -> LowerRes
         sh.insert(axis + 1, ks[i]);
         cur = cx.reshape(&g, &sh)?;
     }
-    let pshape = cur.shape().to_vec();
     let oshape = x.shape().to_vec();
     let zero = splat(cx, 0.0, rd.ct, &oshape)?;
     let mut acc = zero.clone();
+    let tile = Tile { cur: &cur, lead, oshape: &oshape, zero: &zero };
     for flat in 0..taps {
         let tap = [flat / ks[1], flat % ks[1]];
-        let mut lo = vec![0; pshape.len()];
-        let mut hi = pshape.clone();
-        for i in 0..n {
-            lo[lead + 2 * i + 1] = tap[i];
-            hi[lead + 2 * i + 1] = tap[i] + 1;
-        }
-        let sl = cx.slice(&cur, &lo, &hi, &vec![1; pshape.len()])?;
-        let sl = cx.reshape(&sl, &oshape)?;
-        let mut m: Option<Value> = None;
-        for i in 0..n {
-            let col: Vec<f64> = covers[i]
-                .iter()
-                .map(|c| if tap[i] < c.len() { 1.0 } else { 0.0 })
-                .collect();
-            if col.iter().all(|&v| v == 1.0) {
-                continue;
-            }
-            let mv = host_const(cx, DType::Bool, &[ins[i]], &col)?;
-            let mv = bcast_vec(cx, &mv, &oshape, lead + i)?;
-            m = Some(match m {
-                None => mv,
-                Some(p) => cx.binary(BinaryOp::And, &p, &mv)?,
-            });
-        }
-        let sl = match m {
-            Some(m) => cx.select(&m, &sl, &zero)?,
-            None => sl,
-        };
-        acc = rd.add(cx, &acc, &sl)?;
+        let cols: Vec<Vec<f64>> = (0..n)
+            .map(|i| {
+                covers[i]
+                    .iter()
+                    .map(|c| if tap[i] < c.len() { 1.0 } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        acc = tile.add_tap(cx, &rd, &acc, &tap, &cols)?;
     }
     Ok(vec![Out::Tensor(cast(cx, &acc, dt)?)])
 }
