@@ -2,6 +2,7 @@
 
     python python/tools/check_ops.py add.Tensor abs        # focused
     python python/tools/check_ops.py --all --out F.json    # everything
+    TESSERA_SWEEP_SEED=3 python python/tools/check_ops.py bmm --exact   # bmm's samples of a full run, seed 3
 """
 
 import argparse
@@ -18,9 +19,11 @@ def main():
     p.add_argument("--all", action="store_true")
     p.add_argument("--out")
     p.add_argument("--quiet", action="store_true", help="print only failing ops and the totals")
+    p.add_argument("--exact", action="store_true",
+                   help="walk every OpInfo (slower), so focused ops get exactly their full-run samples")
     a = p.parse_args()
     only = None if a.all else {o.removeprefix("aten::").removesuffix(".default") for o in a.ops}
-    report = sweep.run(only, a.out)
+    report = sweep.run(only, a.out, exact=a.exact)
     passed = failed = 0
     for name, r in report["ops"].items():
         ok = r["failed"] == 0 and r["passed"] > 0

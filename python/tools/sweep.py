@@ -17,14 +17,24 @@ Two oracles besides torch's own result, each independent of Tessera:
     in float64 on the same (exactly upcast) inputs and rounded to the dtype, within the dtype's
     tolerance: torch's low-precision CPU kernels round partial sums where Tessera accumulates
     in f32 (convolutions), so the more accurate result is not counted as wrong.
+
+Tolerances are PyTorch's own policy (tolerance.py): the dtype's default, raised by the OpInfo's
+`toleranceOverride`/`precisionOverride` for a CPU comparison; float32 contractions are judged
+against torch's float64 result with a k-dependent bound. Differences that are not Tessera's
+errors (torch's CPU-dependent kernels, XLA CPU's subnormal flush) are listed and checked in
+known_differences.py, and counted per op in the JSON's `known_differences`.
+
+Determinism: every sample draw is seeded from (TESSERA_SWEEP_SEED, OpInfo or op, dtype, source),
+so an OpInfo's samples never depend on what ran before it; the walk order is op_db's.
 """
 
 import itertools
-import os
 import json
-import math
+import os
+import random
 import time
 import warnings
+import zlib
 from collections import defaultdict
 
 import torch
@@ -32,6 +42,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
 import tessera
+import tolerance
+from oracles import UNORDERED_TIES, Call, clone_args, compare, compare_unordered_ties
 from tessera import ops as tops
 
 # The dtypes Tessera claims (no unsigned beyond uint8 in OpInfo). Complex is claimed only by
@@ -44,11 +56,8 @@ CLAIMED = [
 ]
 # Samples per (overload, dtype, source): enough to cover the OpInfo variety, bounded for CI time.
 CAP = 6
-SHAPE_ONLY = ("empty", "empty_like", "empty_strided", "new_empty", "resize_")
-# Overloads whose index result is unspecified among equal values: the position of `dim` in
-# their positional arguments (and its default, -1).
-UNORDERED_TIES = {"sort": 1, "sort.values": 1, "topk": 2, "topk.values": 2}
-LOW_PRECISION = (torch.float16, torch.bfloat16)
+# TESSERA_SWEEP_SEED varies the samples on purpose; every draw is seeded from it (seed_for).
+SEED = int(os.environ.get("TESSERA_SWEEP_SEED", "0"))
 
 
 class Results:
@@ -59,6 +68,8 @@ class Results:
         self.samples = defaultdict(list)
         # Variant samples skipped because torch's overload disagrees with its functional op.
         self.inconsistent = defaultdict(int)
+        # Mismatches with torch's result explained by a known difference: op -> kind -> count.
+        self.known = defaultdict(lambda: defaultdict(int))
 
     def want(self, name, dtype, source):
         return self.counts[(name, dtype, source)] < CAP
@@ -68,8 +79,10 @@ class Results:
         for source in ("opinfo", "direct", "generated", "variant"):
             self.counts[(name, dtype, source)] = CAP
 
-    def record(self, name, dtype, source, error):
+    def record(self, name, dtype, source, error, known=None):
         self.counts[(name, dtype, source)] += 1
+        if known is not None:
+            self.known[name][known] += 1
         r = self.ops[name]
         if error is None:
             r["passed"] += 1
@@ -81,6 +94,23 @@ class Results:
 
     def to_json(self):
         return {k: {**v, "dtypes": sorted(v["dtypes"])} for k, v in sorted(self.ops.items())}
+
+    def known_json(self):
+        return {k: dict(sorted(v.items())) for k, v in sorted(self.known.items())}
+
+
+def seed_for(*parts):
+    """Seeds torch, random and numpy from (TESSERA_SWEEP_SEED, parts): a draw's samples depend on
+    what it is, never on what ran before it."""
+    seed = zlib.crc32("|".join(map(str, (SEED,) + parts)).encode())
+    torch.manual_seed(seed)
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
 
 
 def overload_name(func):
@@ -121,96 +151,6 @@ def refused_complex(error, args, kwargs):
     return isinstance(error, tessera.UnsupportedError) and "complex" in str(error).lower() and has_complex((args, kwargs))
 
 
-def clone_args(x):
-    return tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, x)
-
-
-def compare(name, tags, expected, actual):
-    """None when `actual` matches `expected`, else a message."""
-    if isinstance(expected, dict):
-        return compare(name, tags, list(expected.values()), [actual.get(k) for k in expected])
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            return f"expected {len(expected)} results, got {type(actual).__name__}"
-        for i, (e, a) in enumerate(zip(expected, actual)):
-            m = compare(name, tags, e, a)
-            if m:
-                return f"result {i}: {m}"
-        return None
-    if isinstance(expected, torch.Tensor):
-        if not isinstance(actual, torch.Tensor):
-            return f"expected a Tensor, got {type(actual).__name__}"
-        if actual.shape != expected.shape or actual.dtype != expected.dtype:
-            return f"expected {expected.dtype}{list(expected.shape)}, got {actual.dtype}{list(actual.shape)}"
-        if "Random" in tags or name.split(".")[0] in SHAPE_ONLY:
-            return None
-        try:
-            torch.testing.assert_close(actual, expected, equal_nan=True)
-        except AssertionError as e:
-            return " ".join(str(e).split())
-        return None
-    if isinstance(expected, (bool, int, float)):
-        if isinstance(expected, float) and isinstance(actual, float) and math.isnan(expected) and math.isnan(actual):
-            return None
-        if isinstance(expected, float) and isinstance(actual, (int, float)):
-            return None if math.isclose(actual, expected, rel_tol=1.3e-6, abs_tol=1e-5) else f"expected {expected}, got {actual}"
-        return None if actual == expected else f"expected {expected!r}, got {actual!r}"
-    return None if actual == expected else f"expected {expected!r}, got {actual!r}"
-
-
-def compare_unordered_ties(name, tags, args, kwargs, expected, actual):
-    """For UNORDERED_TIES ops: values as usual; indices right when they pick those values."""
-    if not isinstance(actual, (tuple, list)) or len(actual) != 2:
-        return compare(name, tags, expected, actual)
-    m = compare(name, tags, expected[0], actual[0])
-    if m:
-        return f"result 0: {m}"
-    (values, want), (_, got) = expected, actual
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
-        return compare(name, tags, want, got)
-    x = args[0]
-    if x.dim() == 0 or got.numel() == 0:
-        return compare(name, tags, want, got)
-    pos = UNORDERED_TIES[name]
-    dim = args[pos] if len(args) > pos else kwargs.get("dim", -1)
-    size = x.shape[dim]
-    if bool(((got < 0) | (got >= size)).any()):
-        return f"result 1: an index is out of range [0, {size})"
-    if got.shape[dim] > 1 and bool((got.sort(dim).values.diff(dim=dim) == 0).any()):
-        return "result 1: an index repeats along the dim"
-    try:
-        torch.testing.assert_close(torch.gather(x, dim, got), values, equal_nan=True, rtol=0, atol=0)
-    except AssertionError as e:
-        return "result 1: the indices do not select the values: " + " ".join(str(e).split())
-    return None
-
-
-def low_precision(x):
-    if isinstance(x, torch.Tensor):
-        return x.dtype in LOW_PRECISION
-    return isinstance(x, (tuple, list)) and any(low_precision(v) for v in x)
-
-
-def float64_reference(func, args, kwargs, expected):
-    """torch's `func` on the float16/bfloat16 tensors of the sample upcast to float64, its
-    results rounded to `expected`'s dtypes; None where that does not line up."""
-    up = lambda t: t.double() if isinstance(t, torch.Tensor) and t.dtype in LOW_PRECISION else t
-    try:
-        ref = func(*tree_map(up, clone_args(args)), **tree_map(up, clone_args(kwargs)))
-    except Exception:
-        return None
-
-    def back(r, e):
-        if isinstance(e, torch.Tensor):
-            return r.to(e.dtype) if isinstance(r, torch.Tensor) and r.shape == e.shape else None
-        if isinstance(e, (tuple, list)) and isinstance(r, (tuple, list)) and len(r) == len(e):
-            out = [back(a, b) for a, b in zip(r, e)]
-            return None if any(o is None for o in out) else out
-        return e
-
-    return back(ref, expected)
-
-
 def writes_args(func, tags):
     """Whether the overload writes into arguments: in-place and out= forms, and ops whose
     schema marks an argument written (`Tensor(a!) running_mean` of batch norm)."""
@@ -219,8 +159,9 @@ def writes_args(func, tags):
     )
 
 
-def check_call(table, res, name, func, args, kwargs, source):
-    """Runs one call in torch and in Tessera and records the comparison. Returns torch's result."""
+def check_call(table, res, name, func, args, kwargs, source, overrides=None):
+    """Runs one call in torch and in Tessera and records the judgement (oracles.Call). Returns
+    torch's result. `overrides`: the OpInfo's tolerance overrides (tolerance.opinfo_overrides)."""
     dtype = first_dtype(list(args) + list(kwargs.values()))
     if dtype is not None and dtype not in CLAIMED:
         return None
@@ -228,11 +169,9 @@ def check_call(table, res, name, func, args, kwargs, source):
         return None
     tags = table[name]["tags"]
     mutates = writes_args(func, tags)
+    call = Call(name, tags, func, args, kwargs, mutates, overrides)
+    expected = call.expected
     t_args, t_kwargs = clone_args((args, kwargs))
-    expected = func(*clone_args(args), **clone_args(kwargs)) if not mutates else None
-    e_args, e_kwargs = clone_args((args, kwargs))
-    if expected is None:
-        expected = func(*e_args, **e_kwargs)
     try:
         actual = tops.call(name, *t_args, **t_kwargs)
     except tessera.TesseraError as e:
@@ -245,32 +184,30 @@ def check_call(table, res, name, func, args, kwargs, source):
     except Exception as e:  # a bug in the bridge: record it, keep sweeping
         res.record(name, dtype, source, f"{type(e).__name__}: {e}")
         return expected
+    known = None
     if name in UNORDERED_TIES:
-        error = compare_unordered_ties(name, tags, args, kwargs, expected, actual)
-        # The `out` tensors are the results just checked; the other arguments must be intact.
-        outs = {a.name for a in func._schema.arguments if a.is_out}
-        e_kwargs = {k: v for k, v in e_kwargs.items() if k not in outs}
-        t_kwargs = {k: v for k, v in t_kwargs.items() if k not in outs}
+        error = compare_unordered_ties(name, tags, args, kwargs, expected, actual, overrides)
+        if error is None and mutates:
+            # The `out` tensors are the results just checked; the other arguments must be intact.
+            outs = {a.name for a in func._schema.arguments if a.is_out}
+            e_args, e_kwargs = call.written
+            drop = lambda kw: {k: v for k, v in kw.items() if k not in outs}
+            error = compare(name, tags, (e_args, drop(e_kwargs)), (t_args, drop(t_kwargs)), overrides)
     else:
-        error = compare(name, tags, expected, actual)
-        if error is not None and not mutates and low_precision(expected):
-            ref = float64_reference(func, args, kwargs, expected)
-            if ref is not None and compare(name, tags, ref, actual) is None:
-                error = None
-    if error is None and mutates:
-        error = compare(name, tags, (e_args, e_kwargs), (t_args, t_kwargs))
-    res.record(name, dtype, source, error)
-    if error is None and sum(first_dtype(a) == dtype for a, _, _ in res.samples[name]) < 2:
+        error, known = call.judge(actual, (t_args, t_kwargs) if mutates else None)
+    res.record(name, dtype, source, error, known)
+    if error is None and sum(first_dtype(a) == dtype for a, _, _, _ in res.samples[name]) < 2:
         # A clone: `expected` goes back to torch as the op's result, and the composite op that
         # called it may change it in place (matmul squeezes its mm result with `squeeze_`).
-        res.samples[name].append((clone_args(args), clone_args(kwargs), clone_args(expected)))
+        res.samples[name].append((clone_args(args), clone_args(kwargs), clone_args(expected), overrides))
     return expected
 
 
 class Intercept(TorchDispatchMode):
-    def __init__(self, table, res, only, reached):
+    def __init__(self, table, res, only, reached, overrides):
         super().__init__()
         self.table, self.res, self.only, self.reached = table, res, only, reached
+        self.overrides = overrides
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -278,7 +215,7 @@ class Intercept(TorchDispatchMode):
         if name in self.table and (self.only is None or name in self.only):
             self.reached.add(name)
             try:
-                out = check_call(self.table, self.res, name, func, args, kwargs, "opinfo")
+                out = check_call(self.table, self.res, name, func, args, kwargs, "opinfo", self.overrides)
             except Exception:
                 out = None
             if out is not None and not writes_args(func, self.table[name]["tags"]):
@@ -291,7 +228,9 @@ def direct_overloads(table, opinfo):
     return [n for n in table if n == base or n.startswith(base + ".")]
 
 
-def sweep_opinfo(table, res, only=None, log=print):
+def sweep_opinfo(table, res, only=None, log=print, exact=False):
+    """Every OpInfo of op_db, in its order. A focused run (`only`) walks the OpInfos that may
+    reach `only` by name; with `exact`, all of them, so an op gets exactly its full-run samples."""
     from torch.testing._internal.common_methods_invocations import op_db
 
     # A wall-clock budget keeps CI inside its limit; ops not reached in it show as untested.
@@ -301,8 +240,10 @@ def sweep_opinfo(table, res, only=None, log=print):
             log("sweep: wall-clock budget spent, OpInfo walk stopped early")
             break
         direct = [n for n in direct_overloads(table, opinfo) if only is None or n in only]
-        if only is not None and not direct and not _may_reach(opinfo, only):
+        if only is not None and not direct and not exact and not _may_reach(opinfo, only):
             continue
+        overrides = tolerance.opinfo_overrides(opinfo)
+        label = (opinfo.name, opinfo.variant_test_name)
         # The table ops this OpInfo reaches (learned on its first dtype): once all of them have
         # their samples for a dtype, its other samples would test nothing new.
         reached = set()
@@ -311,13 +252,18 @@ def sweep_opinfo(table, res, only=None, log=print):
                 continue
             if reached and not any(res.want(n, dtype, src) for n in reached for src in ("opinfo", "direct")):
                 continue
+            # OpInfo would reseed every sample with one constant; the sweep seeds the draw.
+            seed_for("opinfo", *label, dtype)
             try:
-                samples = list(itertools.islice(opinfo.sample_inputs("cpu", dtype, requires_grad=False), 2 * CAP))
+                samples = list(itertools.islice(
+                    opinfo.sample_inputs("cpu", dtype, requires_grad=False, set_seed=False), 2 * CAP))
             except Exception:
                 continue
-            for s in samples:
+            for k, s in enumerate(samples):
+                # Composites draw inside (dropout's mask): seeded per sample too.
+                seed_for("opinfo-run", *label, dtype, k)
                 try:
-                    with Intercept(table, res, only, reached):
+                    with Intercept(table, res, only, reached, overrides):
                         opinfo.op(s.input, *s.args, **s.kwargs)
                 except Exception:
                     pass
@@ -329,7 +275,7 @@ def sweep_opinfo(table, res, only=None, log=print):
                         func(*clone_args(args), **clone_args(s.kwargs))
                     except Exception:
                         continue  # not this overload's signature
-                    check_call(table, res, name, func, args, dict(s.kwargs), "direct")
+                    check_call(table, res, name, func, args, dict(s.kwargs), "direct", overrides)
 
 
 # Table ops that OpInfos reach under unrelated names: op -> prefixes of those OpInfos' names.
@@ -360,6 +306,7 @@ def sweep_generated(table, res, only=None):
         if name not in table or (only is not None and name not in only):
             continue
         func = _aten(name)
+        seed_for("generated", name)
         for args, kwargs in gen():
             try:
                 func(*clone_args(args), **clone_args(kwargs))
@@ -376,7 +323,7 @@ def sweep_variants(table, res, only=None):
             continue
         func = _aten(name)
         outs = [a.name for a in func._schema.arguments if a.is_out]
-        for args, kwargs, expected in res.samples.get(functional, []):
+        for args, kwargs, expected, overrides in res.samples.get(functional, []):
             kwargs = dict(kwargs)
             if outs:
                 results = expected if isinstance(expected, (tuple, list)) else [expected]
@@ -391,10 +338,10 @@ def sweep_variants(table, res, only=None):
             # An out= or in-place overload computes its functional op: where torch's own kernel
             # disagrees with torch's functional result (binary_cross_entropy.out with a
             # reduction returns NaN into an empty `out`), torch is no oracle for the sample.
-            if compare(functional, table[functional]["tags"], _as_written(expected, got), got) is not None:
+            if compare(functional, table[functional]["tags"], _as_written(expected, got), got, overrides) is not None:
                 res.inconsistent[name] += 1
                 continue
-            check_call(table, res, name, func, args, kwargs, "variant")
+            check_call(table, res, name, func, args, kwargs, "variant", overrides)
 
 
 def _as_written(expected, got):
@@ -406,15 +353,14 @@ def _as_written(expected, got):
     return expected
 
 
-def run(only=None, out=None, log=print):
+def run(only=None, out=None, log=print, exact=False):
     table = {t["name"]: t for t in tops.table()}
     warnings.filterwarnings("ignore")
     res = Results()
     if only is not None:
         only = set(only) | {table[n]["functional"] for n in only if n in table and table[n]["functional"]}
     start = time.time()
-    torch.manual_seed(0)
-    sweep_opinfo(table, res, only, log)
+    sweep_opinfo(table, res, only, log, exact)
     sweep_generated(table, res, only)
     sweep_variants(table, res, only)
     wall = time.time() - start
@@ -422,8 +368,11 @@ def run(only=None, out=None, log=print):
         "torch_version": torch.__version__.split("+")[0],
         "wall_s": round(wall, 1),
         "cap_per_op_dtype": CAP,
+        "seed": SEED,
         "ops": res.to_json(),
         "torch_inconsistent": dict(sorted(res.inconsistent.items())),
+        # known_differences.py: mismatches with torch's own result judged by another oracle.
+        "known_differences": res.known_json(),
     }
     if out:
         with open(out, "w") as f:

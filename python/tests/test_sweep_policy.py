@@ -1,0 +1,109 @@
+"""The sweep's judgement (python/tools/oracles.py, tolerance.py, known_differences.py): each
+known difference is explained by its own oracle and nothing else; a wrong result still fails;
+sample draws are reproducible per seed and independent of what ran before."""
+
+import itertools
+
+import pytest
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+
+import sweep
+import tolerance
+from oracles import Call
+from tessera import ops
+
+TAGS = {t["name"]: t["tags"] for t in ops.table()}
+
+
+def judge(name, func, args, actual=None, kwargs=None, overrides=None):
+    kwargs = kwargs or {}
+    call = Call(name, TAGS[name], func, args, kwargs, False, overrides)
+    if actual is None:
+        actual = ops.call(name, *args, **kwargs)
+    return call.judge(actual, None)
+
+
+def test_gelu_at_inf_is_judged_by_torchs_float64_result():
+    # torch's vectorised f32 gelu gives NaN at +inf on AVX-512 (this machine) and for some
+    # positions elsewhere; Tessera and torch's float64 kernel give +inf.
+    x = torch.full((53,), 0.5)
+    x[7] = float("inf")
+    got = ops.call("gelu", x)
+    assert got[7].item() == float("inf")
+    error, known = judge("gelu", torch.ops.aten.gelu.default, (x,), got)
+    assert error is None
+    expected_kind = None if torch.equal(torch.nn.functional.gelu(x), got) else "float64_oracle"
+    assert known == expected_kind
+
+
+def test_subnormal_flush_is_explained_and_counted():
+    x = torch.tensor([1e-45, -1e-45, 0.5, 2.5])
+    got = ops.call("ceil", x)
+    assert got.tolist() == [0.0, -0.0, 1.0, 3.0]  # XLA CPU flushes 1e-45 to 0 before ceil
+    error, known = judge("ceil", torch.ops.aten.ceil.default, (x,), got)
+    assert (error, known) == (None, "denormal_flush")
+
+
+def test_a_wrong_result_fails_every_oracle():
+    x = torch.full((53,), 0.5)
+    x[3] = 1e-45
+    wrong = ops.call("ceil", x)
+    wrong[10] += 1
+    error, known = judge("ceil", torch.ops.aten.ceil.default, (x,), wrong)
+    assert error is not None and known is None
+
+
+def test_float32_contraction_uses_a_k_dependent_bound_and_still_fails_wrong_results():
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(2, 8, 4096, generator=g)
+    b = torch.randn(2, 4096, 8, generator=g)
+    ref = torch.bmm(a.double(), b.double())
+    # A correct result summed in another order: the float64 result rounded to f32, off by
+    # more than torch's fixed 1e-5 where k = 4096.
+    shifted = (ref + ref.abs() * 3e-6 + 2e-5).float()
+    error, known = judge("bmm", torch.ops.aten.bmm.default, (a, b), shifted)
+    assert (error, known) == (None, "contraction_bound")
+    wrong = shifted.clone()
+    wrong[0, 0, 0] += 0.5
+    error, known = judge("bmm", torch.ops.aten.bmm.default, (a, b), wrong)
+    assert error is not None and known is None
+
+
+def test_opinfo_tolerance_overrides_follow_pytorchs_decorators():
+    by_name = {o.name: o for o in op_db if not o.variant_test_name}
+    # bmm's OpInfo raises float32's tolerance for TestCommon.test_noncontiguous_samples on CPU.
+    over = tolerance.opinfo_overrides(by_name["bmm"])
+    assert over[torch.float32] == (1e-5, 1e-5)
+    atol, rtol = tolerance.tolerance(torch.float32, over)
+    assert (atol, rtol) == (1e-5, 1e-5)
+    # Without an override: torch.testing's defaults.
+    assert tolerance.tolerance(torch.float32, {}) == (1e-5, 1.3e-6)
+    assert tolerance.tolerance(torch.int32, over) == (0.0, 0.0)
+
+
+def _draw(opinfo, dtype):
+    sweep.seed_for("opinfo", opinfo.name, opinfo.variant_test_name, dtype)
+    return list(itertools.islice(opinfo.sample_inputs("cpu", dtype, set_seed=False), 4))
+
+
+def test_sample_draws_depend_on_the_seed_and_the_op_only(monkeypatch):
+    bmm = next(o for o in op_db if o.name == "bmm")
+    first = _draw(bmm, torch.float32)
+    torch.randn(1000)  # unrelated draws in between change nothing
+    again = _draw(bmm, torch.float32)
+    assert all(torch.equal(a.input, b.input) for a, b in zip(first, again))
+    monkeypatch.setattr(sweep, "SEED", 1)
+    other = _draw(bmm, torch.float32)
+    assert not all(torch.equal(a.input, b.input) for a, b in zip(first, other))
+
+
+@pytest.mark.parametrize("name", ["mm", "addmm", "convolution"])
+def test_contraction_k_is_read_from_the_arguments(name):
+    args = {
+        "mm": (torch.zeros(3, 7), torch.zeros(7, 2)),
+        "addmm": (torch.zeros(3, 2), torch.zeros(3, 7), torch.zeros(7, 2)),
+        "convolution": (torch.zeros(1, 4, 5, 5), torch.zeros(6, 4, 3, 3)),
+    }[name]
+    want = {"mm": 7, "addmm": 7, "convolution": 36}[name]
+    assert tolerance.contraction_k(name, args, {}) == want
