@@ -10,6 +10,7 @@ mod check;
 pub mod layer_norm;
 pub mod matmul;
 mod overrides;
+mod problem;
 pub mod silu;
 pub mod softmax;
 mod spec;

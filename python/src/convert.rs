@@ -47,7 +47,7 @@ pub fn arg(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Arg> {
     )))
 }
 
-fn tensor(v: &Bound<'_, PyAny>, what: &str) -> PyResult<HostTensor> {
+pub fn tensor(v: &Bound<'_, PyAny>, what: &str) -> PyResult<HostTensor> {
     let capsule = v.call_method0("__dlpack__")?;
     // SAFETY: `capsule` is alive for this call and named "dltensor" (checked by the call).
     let ptr = unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), c"dltensor".as_ptr()) };
@@ -121,7 +121,7 @@ fn kinds(items: &[Arg]) -> String {
 
 /// A host tensor as `(dtype name, shape, bytearray)`, which the Python side wraps in a torch
 /// tensor without another copy.
-fn host(py: Python<'_>, t: &HostTensor) -> PyResult<Py<PyAny>> {
+pub fn host(py: Python<'_>, t: &HostTensor) -> PyResult<Py<PyAny>> {
     let bytes = PyByteArray::new(py, t.bytes());
     Ok((t.dtype().name(), t.shape().to_vec(), bytes)
         .into_pyobject(py)?

@@ -3,6 +3,8 @@
 
 mod convert;
 mod dlpack;
+mod kernel_library;
+mod kernel_ops;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
@@ -66,7 +68,7 @@ impl ScalarType {
     }
 }
 
-fn device() -> PyResult<&'static Device> {
+pub(crate) fn device() -> PyResult<&'static Device> {
     static DEVICE: OnceLock<Result<Device, String>> = OnceLock::new();
     DEVICE
         .get_or_init(|| Device::from_env().map_err(|e| e.to_string()))
@@ -191,6 +193,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScalarType>()?;
     m.add_function(wrap_pyfunction!(call, m)?)?;
     m.add_function(wrap_pyfunction!(op_table, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_ops::kernel_list, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_ops::kernel_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_ops::kernel_run, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_library::library_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_library::library_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_library::library_run, m)?)?;
     m.add("TesseraError", py.get_type::<TesseraError>())?;
     m.add("UnknownOpError", py.get_type::<UnknownOpError>())?;
     m.add("ArgumentError", py.get_type::<ArgumentError>())?;

@@ -1,0 +1,148 @@
+"""Shipped #[tpu_kernel] kernels as torch ops (tessera.torch.register): torch.library.opcheck,
+results against torch's own math (f32 and bf16), torch.compile(fullgraph=True) without graph
+breaks, autograd through the kernel ops, and bad inputs."""
+
+import os
+
+import pytest
+import torch
+
+import tessera
+import tessera.torch as tt
+
+# torch's own implementation of each shipped kernel's math.
+TORCH_MATH = {
+    "add": lambda x, y: x + y,
+    "silu": torch.nn.functional.silu,
+    "matmul": torch.matmul,
+    "softmax": lambda x: torch.softmax(x.float(), -1).to(x.dtype),
+    "layer_norm": lambda x, w, b: torch.nn.functional.layer_norm(x.float(), x.shape[-1:], w.float(), b.float(), 1e-5).to(x.dtype),
+}
+# Small problem shapes per kernel (input shapes), inside the TPU tiling rules.
+SHAPES = {
+    "add": [(16, 256), (16, 256)],
+    "silu": [(16, 256)],
+    "matmul": [(16, 128), (128, 256)],
+    "softmax": [(16, 256)],
+    "layer_norm": [(16, 256), (256,), (256,)],
+}
+# Largest |got - want| / max(1, |want|): f32 one rounding plus f32 internals; bf16 one rounding.
+TOL = {torch.float32: 2e-5, torch.bfloat16: 1e-2}
+KERNELS = sorted(SHAPES)
+
+
+def inputs(name, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(s, generator=g).to(dtype) for s in SHAPES[name]]
+
+
+def op(name):
+    return tt.registered()[f"tessera::{name}"]
+
+
+def test_every_shipped_kernel_is_registered_and_tested_here():
+    assert {k["name"] for k in tt.kernels()} == set(KERNELS)
+    assert set(tt.registered()) >= {f"tessera::{k}" for k in KERNELS}
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_opcheck(name):
+    torch.library.opcheck(op(name), tuple(inputs(name, torch.float32)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("name", KERNELS)
+def test_results_match_torch(name, dtype):
+    for seed in range(2):
+        xs = inputs(name, dtype, seed)
+        got = op(name)(*xs)
+        want = TORCH_MATH[name](*xs)
+        assert got.dtype == dtype and got.shape == want.shape
+        g, w = got.double(), want.double()
+        err = ((g - w).abs() / w.abs().clamp(min=1)).max().item()
+        assert err <= TOL[dtype], f"{name} {dtype}: max relative error {err}"
+
+
+class Block(torch.nn.Module):
+    """A module using kernel ops between torch ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(256, 128, bias=False)
+        self.w = torch.nn.Parameter(torch.ones(256))
+        self.b = torch.nn.Parameter(torch.zeros(256))
+
+    def forward(self, x):
+        h = torch.ops.tessera.layer_norm(x, self.w, self.b)
+        h = torch.ops.tessera.silu(h)
+        return torch.ops.tessera.softmax(self.proj(h) * 2.0)
+
+
+def test_compile_fullgraph_has_no_graph_breaks():
+    torch.manual_seed(0)
+    m = Block()
+    x = torch.randn(16, 256)
+    eager = m(x)
+    explained = torch._dynamo.explain(m)(x)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    compiled = torch.compile(m, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(x), eager)
+
+
+def test_autograd_matches_torchs_gradients():
+    g = torch.Generator().manual_seed(3)
+    for name in KERNELS:
+        xs = [torch.randn(s, generator=g, requires_grad=True) for s in SHAPES[name]]
+        ref = [x.detach().clone().requires_grad_() for x in xs]
+        up = torch.randn(op(name)(*xs).shape, generator=g)
+        got = torch.autograd.grad((op(name)(*xs) * up).sum(), xs)
+        want = torch.autograd.grad((TORCH_MATH[name](*ref) * up).sum(), ref)
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_gradcheck_in_float64():
+    # `add` is exact in float64 on the CPU plugin (no f32 internals), so gradcheck applies.
+    xs = [torch.randn(8, 128, dtype=torch.float64, requires_grad=True) for _ in range(2)]
+    assert torch.autograd.gradcheck(op("add"), xs, eps=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "name, args, message",
+    [
+        ("matmul", [torch.randn(16, 128), torch.randn(64, 256)], "kernel `matmul` takes 2 input(s) shaped [m, k], [k, n]"),
+        ("softmax", [torch.randn(16, 256), torch.randn(16, 256)], "tessera::softmax() expected at most 1 argument(s)"),
+        ("add", [torch.randn(16, 256), torch.randn(16, 256, dtype=torch.float64)], "kernel `add`"),
+        ("softmax", [torch.ones(16, 256, dtype=torch.int32)], "kernel `softmax`"),
+        ("silu", [torch.randn(16, 256, dtype=torch.complex64)], "kernel `silu`"),
+    ],
+)
+def test_bad_inputs_raise_naming_the_kernel(name, args, message):
+    with pytest.raises((tessera.ArgumentError, RuntimeError)) as e:
+        op(name)(*args)
+    assert message in str(e.value)
+
+
+def test_unknown_kernel_and_bad_names():
+    with pytest.raises(tessera.ArgumentError, match="no kernel `nope`"):
+        tt.register("nope")
+    with pytest.raises(tessera.ArgumentError, match="namespace::name"):
+        tt.register("add", "plain")
+
+
+def test_custom_name_registers_another_op():
+    f = tt.register("add", "tessera_test::my_add")
+    x = torch.randn(16, 256)
+    torch.testing.assert_close(torch.ops.tessera_test.my_add(x, x), x + x)
+    assert tt.register("add", "tessera_test::my_add") is f
+
+
+def test_the_example_runs():
+    import subprocess
+    import sys
+
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "custom_op.py")
+    out = subprocess.run([sys.executable, example], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    diffs = [float(line.rsplit(":", 1)[1]) for line in out.stdout.splitlines() if "max |diff|" in line]
+    assert len(diffs) == 2 and all(d < 1e-5 for d in diffs), out.stdout
