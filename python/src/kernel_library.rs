@@ -2,14 +2,14 @@
 //! loaded once and kept loaded; each call lowers through the library's C ABI (JSON strings),
 //! then compiles and runs the StableHLO on Tessera's device like a shipped kernel.
 
-use crate::{convert, device, ArgumentError, DeviceError};
+use crate::{device, ArgumentError, DeviceError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
 use std::sync::{Arc, LazyLock, Mutex};
-use tessera_lowering::{DType, HostTensor};
+use tessera_lowering::DType;
 use tessera_runtime::{CompileOptions, Executable};
 
 type Describe = unsafe extern "C" fn() -> *mut c_char;
@@ -146,20 +146,6 @@ fn lowered(path: &str, name: &str, signature: &[(DType, Vec<usize>)]) -> PyResul
     Ok(l)
 }
 
-fn signature(inputs: &[(String, Vec<usize>)]) -> PyResult<Vec<(DType, Vec<usize>)>> {
-    inputs
-        .iter()
-        .map(|(d, s)| {
-            let d: DType = d
-                .parse()
-                .map_err(|e: tessera_lowering::dtype::UnknownDType| {
-                    ArgumentError::new_err(e.to_string())
-                })?;
-            Ok((d, s.clone()))
-        })
-        .collect()
-}
-
 /// Output `(dtype, shape)`s of a library kernel for inputs of these dtypes and shapes.
 #[pyfunction]
 pub fn library_meta(
@@ -167,7 +153,7 @@ pub fn library_meta(
     name: &str,
     inputs: Vec<(String, Vec<usize>)>,
 ) -> PyResult<Vec<(String, Vec<usize>)>> {
-    Ok(lowered(path, name, &signature(&inputs)?)?.1)
+    Ok(lowered(path, name, &crate::kernel_ops::signature(inputs)?)?.1)
 }
 
 /// Runs a library kernel on tensors; outputs as `(dtype, shape, bytearray)`.
@@ -178,30 +164,7 @@ pub fn library_run(
     name: &str,
     tensors: &Bound<'_, PyList>,
 ) -> PyResult<Vec<Py<PyAny>>> {
-    let inputs: Vec<HostTensor> = tensors
-        .iter()
-        .enumerate()
-        .map(|(i, t)| convert::tensor(&t, &format!("kernel `{name}`: input {i}")))
-        .collect::<PyResult<_>>()?;
-    let sig: Vec<(DType, Vec<usize>)> = inputs
-        .iter()
-        .map(|t| (t.dtype(), t.shape().to_vec()))
-        .collect();
+    let (inputs, sig) = crate::kernel_ops::host_inputs(name, tensors)?;
     let (exe, _) = lowered(path, name, &sig)?;
-    let dev = device()?;
-    let outputs = py
-        .detach(|| {
-            let client = dev.client()?;
-            let bufs = inputs
-                .iter()
-                .map(|t| client.upload(t))
-                .collect::<Result<Vec<_>, _>>()?;
-            let refs: Vec<_> = bufs.iter().collect();
-            exe.execute(&refs)?
-                .iter()
-                .map(|b| b.to_host())
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .map_err(|e| DeviceError::new_err(format!("kernel `{name}`: {e}")))?;
-    outputs.iter().map(|t| convert::host(py, t)).collect()
+    crate::kernel_ops::execute(py, name, &exe, &inputs)
 }

@@ -94,17 +94,7 @@ pub fn kernel_meta(
     inputs: Vec<(String, Vec<usize>)>,
 ) -> PyResult<Vec<(String, Vec<usize>)>> {
     let kernel = find(name)?;
-    let signature = inputs
-        .into_iter()
-        .map(|(d, s)| {
-            let d: DType = d
-                .parse()
-                .map_err(|e: tessera_lowering::dtype::UnknownDType| {
-                    ArgumentError::new_err(e.to_string())
-                })?;
-            Ok((d, s))
-        })
-        .collect::<PyResult<Vec<_>>>()?;
+    let signature = signature(inputs)?;
     let program = trace(kernel, &signature)?;
     Ok(program
         .outputs
@@ -122,15 +112,7 @@ pub fn kernel_run(
     tensors: &Bound<'_, PyList>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let kernel = find(name)?;
-    let inputs: Vec<HostTensor> = tensors
-        .iter()
-        .enumerate()
-        .map(|(i, t)| convert::tensor(&t, &format!("kernel `{name}`: input {i}")))
-        .collect::<PyResult<_>>()?;
-    let signature: Vec<(DType, Vec<usize>)> = inputs
-        .iter()
-        .map(|t| (t.dtype(), t.shape().to_vec()))
-        .collect();
+    let (inputs, signature) = host_inputs(name, tensors)?;
     let dev = device()?;
     let run_err =
         |e: tessera_runtime::RuntimeError| DeviceError::new_err(format!("kernel `{name}`: {e}"));
@@ -143,6 +125,50 @@ pub fn kernel_run(
         return outputs.iter().map(|t| convert::host(py, t)).collect();
     }
     let exe = executable(kernel, &signature, dev)?;
+    execute(py, name, &exe, &inputs)
+}
+
+/// A signature from Python: `(dtype name, shape)` per input.
+pub fn signature(inputs: Vec<(String, Vec<usize>)>) -> PyResult<Vec<(DType, Vec<usize>)>> {
+    inputs
+        .into_iter()
+        .map(|(d, s)| {
+            let d: DType = d
+                .parse()
+                .map_err(|e: tessera_lowering::dtype::UnknownDType| {
+                    ArgumentError::new_err(e.to_string())
+                })?;
+            Ok((d, s))
+        })
+        .collect()
+}
+
+/// Tensors (anything with `__dlpack__`) as host tensors and their signature.
+pub fn host_inputs(
+    name: &str,
+    tensors: &Bound<'_, PyList>,
+) -> PyResult<(Vec<HostTensor>, Vec<(DType, Vec<usize>)>)> {
+    let inputs: Vec<HostTensor> = tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| convert::tensor(&t, &format!("kernel `{name}`: input {i}")))
+        .collect::<PyResult<_>>()?;
+    let signature = inputs
+        .iter()
+        .map(|t| (t.dtype(), t.shape().to_vec()))
+        .collect();
+    Ok((inputs, signature))
+}
+
+/// Runs a compiled kernel on the current device: upload, execute, download, as
+/// `(dtype, shape, bytearray)` per output. Errors name the kernel.
+pub fn execute(
+    py: Python<'_>,
+    name: &str,
+    exe: &Executable,
+    inputs: &[HostTensor],
+) -> PyResult<Vec<Py<PyAny>>> {
+    let dev = device()?;
     let outputs = py
         .detach(|| {
             let client = dev.client()?;
@@ -156,6 +182,6 @@ pub fn kernel_run(
                 .map(|b| b.to_host())
                 .collect::<Result<Vec<_>, _>>()
         })
-        .map_err(run_err)?;
+        .map_err(|e| DeviceError::new_err(format!("kernel `{name}`: {e}")))?;
     outputs.iter().map(|t| convert::host(py, t)).collect()
 }
