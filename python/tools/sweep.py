@@ -159,9 +159,10 @@ def writes_args(func, tags):
     )
 
 
-def check_call(table, res, name, func, args, kwargs, source, overrides=None):
+def check_call(table, res, name, func, args, kwargs, source, overrides=None, origin=None):
     """Runs one call in torch and in Tessera and records the judgement (oracles.Call). Returns
-    torch's result. `overrides`: the OpInfo's tolerance overrides (tolerance.opinfo_overrides)."""
+    torch's result. `overrides`: the OpInfo's tolerance overrides (tolerance.opinfo_overrides);
+    `origin`: the OpInfo whose sample it is (named in failures)."""
     dtype = first_dtype(list(args) + list(kwargs.values()))
     if dtype is not None and dtype not in CLAIMED:
         return None
@@ -195,6 +196,8 @@ def check_call(table, res, name, func, args, kwargs, source, overrides=None):
             error = compare(name, tags, (e_args, drop(e_kwargs)), (t_args, drop(t_kwargs)), overrides)
     else:
         error, known = call.judge(actual, (t_args, t_kwargs) if mutates else None)
+    if error is not None and origin:
+        error = f"(sample of OpInfo {origin}) {error}"
     res.record(name, dtype, source, error, known)
     if error is None and sum(first_dtype(a) == dtype for a, _, _, _ in res.samples[name]) < 2:
         # A clone: `expected` goes back to torch as the op's result, and the composite op that
@@ -204,10 +207,10 @@ def check_call(table, res, name, func, args, kwargs, source, overrides=None):
 
 
 class Intercept(TorchDispatchMode):
-    def __init__(self, table, res, only, reached, overrides):
+    def __init__(self, table, res, only, reached, overrides, origin):
         super().__init__()
         self.table, self.res, self.only, self.reached = table, res, only, reached
-        self.overrides = overrides
+        self.overrides, self.origin = overrides, origin
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -215,7 +218,7 @@ class Intercept(TorchDispatchMode):
         if name in self.table and (self.only is None or name in self.only):
             self.reached.add(name)
             try:
-                out = check_call(self.table, self.res, name, func, args, kwargs, "opinfo", self.overrides)
+                out = check_call(self.table, self.res, name, func, args, kwargs, "opinfo", self.overrides, self.origin)
             except Exception:
                 out = None
             if out is not None and not writes_args(func, self.table[name]["tags"]):
@@ -233,11 +236,13 @@ def sweep_opinfo(table, res, only=None, log=print, exact=False):
     reach `only` by name; with `exact`, all of them, so an op gets exactly its full-run samples."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    # A wall-clock budget keeps CI inside its limit; ops not reached in it show as untested.
-    deadline = time.time() + float(os.environ.get("TESSERA_SWEEP_BUDGET_S", "1800"))
+    # No wall-clock budget unless one is asked for (TESSERA_SWEEP_BUDGET_S): a walk cut by time
+    # would test fewer ops on a slower or busier machine, and the gate must not depend on that.
+    budget = os.environ.get("TESSERA_SWEEP_BUDGET_S")
+    deadline = time.time() + float(budget) if budget else None
     for opinfo in op_db:
-        if time.time() > deadline:
-            log("sweep: wall-clock budget spent, OpInfo walk stopped early")
+        if deadline is not None and time.time() > deadline:
+            log("sweep: TESSERA_SWEEP_BUDGET_S spent, OpInfo walk stopped early (ops not reached show as untested)")
             break
         direct = [n for n in direct_overloads(table, opinfo) if only is None or n in only]
         if only is not None and not direct and not exact and not _may_reach(opinfo, only):
@@ -263,7 +268,7 @@ def sweep_opinfo(table, res, only=None, log=print, exact=False):
                 # Composites draw inside (dropout's mask): seeded per sample too.
                 seed_for("opinfo-run", *label, dtype, k)
                 try:
-                    with Intercept(table, res, only, reached, overrides):
+                    with Intercept(table, res, only, reached, overrides, "/".join(filter(None, label))):
                         opinfo.op(s.input, *s.args, **s.kwargs)
                 except Exception:
                     pass
@@ -275,7 +280,7 @@ def sweep_opinfo(table, res, only=None, log=print, exact=False):
                         func(*clone_args(args), **clone_args(s.kwargs))
                     except Exception:
                         continue  # not this overload's signature
-                    check_call(table, res, name, func, args, dict(s.kwargs), "direct", overrides)
+                    check_call(table, res, name, func, args, dict(s.kwargs), "direct", overrides, "/".join(filter(None, label)))
 
 
 # Table ops that OpInfos reach under unrelated names: op -> prefixes of those OpInfos' names.
