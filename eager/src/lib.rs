@@ -33,6 +33,7 @@ mod scalars;
 mod stats;
 mod tensor;
 mod view;
+pub mod workloads;
 
 pub use compiled::{compile, CompiledFn};
 pub use error::{EagerError, Result};
