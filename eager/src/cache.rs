@@ -68,16 +68,17 @@ impl OpEntry {
 }
 
 /// The structural key of a call: the schema, options, and each argument (tensors by dtype and
-/// shape; numbers by value: only numbers that shape the program are left in a call by then).
-pub(crate) fn key_of(bound: &Bound<TensorType>, options: CallOptions) -> Vec<u64> {
+/// shape, pushed by `ty`; numbers by value: only numbers that shape the program are left in a
+/// call by then).
+pub(crate) fn key_of<T>(
+    bound: &Bound<T>,
+    options: CallOptions,
+    ty: impl Fn(&mut Vec<u64>, &T),
+) -> Vec<u64> {
     let mut k = Vec::with_capacity(4 + 4 * bound.values.len());
     k.push(bound.schema as *const _ as usize as u64);
     k.push(options.seed);
     k.push(options.skip_overrides as u64);
-    let ty = |k: &mut Vec<u64>, t: &TensorType| {
-        k.push(((t.dtype as u64) << 8) | t.shape.len() as u64);
-        k.extend(t.shape.iter().map(|&d| d as u64));
-    };
     for v in &bound.values {
         match v {
             ArgValue::None => k.push(0),
@@ -116,13 +117,21 @@ pub(crate) fn key_of(bound: &Bound<TensorType>, options: CallOptions) -> Vec<u64
             ArgValue::DType(d) => k.extend([10, *d as u64]),
             ArgValue::Str(s) => {
                 k.extend([11, s.len() as u64]);
-                k.extend(s.as_bytes().chunks(8).map(|c| {
-                    c.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64)
-                }));
+                k.extend(
+                    s.as_bytes()
+                        .chunks(8)
+                        .map(|c| c.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64)),
+                );
             }
         }
     }
     k
+}
+
+/// Pushes a tensor type into a key.
+pub(crate) fn push_type(k: &mut Vec<u64>, t: &TensorType) {
+    k.push(((t.dtype as u64) << 8) | t.shape.len() as u64);
+    k.extend(t.shape.iter().map(|&d| d as u64));
 }
 
 type EntryMap = HashMap<Vec<u64>, Arc<OpEntry>>;
@@ -168,10 +177,12 @@ pub(crate) fn build_entry(
         None
     } else {
         let refs: Vec<&Value> = values.iter().collect();
-        let m = cx.f.finish(&refs).map_err(|e| tessera_ops::OpError::Lower {
-            op: p.schema.full_name(),
-            source: e.into(),
-        })?;
+        let m =
+            cx.f.finish(&refs)
+                .map_err(|e| tessera_ops::OpError::Lower {
+                    op: p.schema.full_name(),
+                    source: e.into(),
+                })?;
         Some(m.into_text())
     };
     let mut next = 0usize;

@@ -149,7 +149,11 @@ fn key_of(g: &Graph, live: &[(u32, u32)]) -> Vec<u64> {
 }
 
 /// Lowers every node of `g` into one function returning the `live` results.
-fn build_module(g: &Graph, live: &[(u32, u32)], device: tessera_runtime::DeviceKind) -> Result<String> {
+fn build_module(
+    g: &Graph,
+    live: &[(u32, u32)],
+    device: tessera_runtime::DeviceKind,
+) -> Result<String> {
     let mut cx = Lower {
         f: FuncBuilder::new("main"),
         seed: 0,
@@ -179,10 +183,9 @@ fn build_module(g: &Graph, live: &[(u32, u32)], device: tessera_runtime::DeviceK
         .iter()
         .map(|&(n, o)| &vals[n as usize][o as usize])
         .collect();
-    let m = cx
-        .f
-        .finish(&outs)
-        .map_err(|e| EagerError::Usage(format!("building the fused program: {e}")))?;
+    let m =
+        cx.f.finish(&outs)
+            .map_err(|e| EagerError::Usage(format!("building the fused program: {e}")))?;
     Ok(m.into_text())
 }
 
@@ -299,7 +302,9 @@ impl Runtime {
             }
             let result: std::result::Result<Vec<Arc<Buffer>>, (String, String)> = match failed {
                 Some(e) => Err(e),
-                None => self.run_one(&n.entry, &bufs).map_err(|e| (op, e.to_string())),
+                None => self
+                    .run_one(&n.entry, &bufs)
+                    .map_err(|e| (op, e.to_string())),
             };
             vals.push(match result {
                 Ok(bs) => bs.into_iter().map(Ok).collect(),

@@ -35,7 +35,11 @@ impl Tensor {
     }
     /// `self + alpha * other` (`alpha` a device scalar: changing it does not recompile).
     pub fn add_scaled(&self, other: &Tensor, alpha: f64) -> Result<Tensor> {
-        one("add.Tensor", vec![t(self), t(other)], vec![("alpha", ArgValue::Float(alpha))])
+        one(
+            "add.Tensor",
+            vec![t(self), t(other)],
+            vec![("alpha", ArgValue::Float(alpha))],
+        )
     }
     pub fn add_scalar(&self, other: f64) -> Result<Tensor> {
         one("add.Tensor", vec![t(self), ArgValue::Float(other)], vec![])
@@ -72,7 +76,11 @@ impl Tensor {
     }
     /// GELU (`approximate`: "none" or "tanh").
     pub fn gelu(&self, approximate: &str) -> Result<Tensor> {
-        one("gelu", vec![t(self)], vec![("approximate", ArgValue::Str(approximate.into()))])
+        one(
+            "gelu",
+            vec![t(self)],
+            vec![("approximate", ArgValue::Str(approximate.into()))],
+        )
     }
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         one("matmul", vec![t(self), t(other)], vec![])
@@ -94,7 +102,13 @@ impl Tensor {
         let opt = |x: Option<&Tensor>| x.map_or(ArgValue::None, t);
         one(
             "layer_norm",
-            vec![t(self), dims(shape), opt(weight), opt(bias), ArgValue::Float(eps)],
+            vec![
+                t(self),
+                dims(shape),
+                opt(weight),
+                opt(bias),
+                ArgValue::Float(eps),
+            ],
             vec![],
         )
     }
@@ -103,16 +117,28 @@ impl Tensor {
         one("sum", vec![t(self)], vec![])
     }
     pub fn sum_dim(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
-        one("sum.dim_IntList", vec![t(self), dims(dim), ArgValue::Bool(keepdim)], vec![])
+        one(
+            "sum.dim_IntList",
+            vec![t(self), dims(dim), ArgValue::Bool(keepdim)],
+            vec![],
+        )
     }
     pub fn mean(&self) -> Result<Tensor> {
         one("mean", vec![t(self)], vec![])
     }
     pub fn mean_dim(&self, dim: &[i64], keepdim: bool) -> Result<Tensor> {
-        one("mean.dim", vec![t(self), dims(dim), ArgValue::Bool(keepdim)], vec![])
+        one(
+            "mean.dim",
+            vec![t(self), dims(dim), ArgValue::Bool(keepdim)],
+            vec![],
+        )
     }
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
-        one("_to_copy", vec![t(self)], vec![("dtype", ArgValue::DType(dtype))])
+        one(
+            "_to_copy",
+            vec![t(self)],
+            vec![("dtype", ArgValue::DType(dtype))],
+        )
     }
     /// A copy with its own storage (torch's `clone`; `Clone` on the handle aliases).
     pub fn deep_clone(&self) -> Result<Tensor> {
@@ -128,7 +154,11 @@ impl Tensor {
         one("reshape", vec![t(self), dims(shape)], vec![])
     }
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
-        one("transpose.int", vec![t(self), ArgValue::Int(dim0), ArgValue::Int(dim1)], vec![])
+        one(
+            "transpose.int",
+            vec![t(self), ArgValue::Int(dim0), ArgValue::Int(dim1)],
+            vec![],
+        )
     }
     #[allow(clippy::should_implement_trait)]
     pub fn t(&self) -> Result<Tensor> {
@@ -142,7 +172,11 @@ impl Tensor {
     }
     /// `x[..., index, ...]` along `dim`.
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
-        one("select.int", vec![t(self), ArgValue::Int(dim), ArgValue::Int(index)], vec![])
+        one(
+            "select.int",
+            vec![t(self), ArgValue::Int(dim), ArgValue::Int(index)],
+            vec![],
+        )
     }
     /// `x[start:end:step]` along `dim`.
     pub fn slice(&self, dim: i64, start: i64, end: i64, step: i64) -> Result<Tensor> {
@@ -166,7 +200,11 @@ impl Tensor {
     }
     /// `self += alpha * other` (the SGD update `p.add_(g, alpha=-lr)`).
     pub fn add_scaled_(&self, other: &Tensor, alpha: f64) -> Result<Tensor> {
-        one("add_.Tensor", vec![t(self), t(other)], vec![("alpha", ArgValue::Float(alpha))])
+        one(
+            "add_.Tensor",
+            vec![t(self), t(other)],
+            vec![("alpha", ArgValue::Float(alpha))],
+        )
     }
     pub fn add_scalar_(&self, other: f64) -> Result<Tensor> {
         one("add_.Tensor", vec![t(self), ArgValue::Float(other)], vec![])

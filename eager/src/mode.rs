@@ -75,9 +75,13 @@ pub fn mode_from(get: impl Fn(&str) -> Option<String>) -> EagerMode {
     if let Some(m) = get("TESSERA_EAGER_MODE").and_then(|v| EagerMode::parse(&v)) {
         return m;
     }
-    if ["TESSERA_LAUNCH_BLOCKING", "TORCH_TPU_LAUNCH_BLOCKING", "TPU_LAUNCH_BLOCKING"]
-        .into_iter()
-        .any(on)
+    if [
+        "TESSERA_LAUNCH_BLOCKING",
+        "TORCH_TPU_LAUNCH_BLOCKING",
+        "TPU_LAUNCH_BLOCKING",
+    ]
+    .into_iter()
+    .any(on)
     {
         return EagerMode::Debug;
     }

@@ -177,8 +177,8 @@ impl Runtime {
         args: Vec<ArgValue<Tensor>>,
         view_ok: bool,
     ) -> Result<Tensor> {
-        let schema = tessera_ops::find(op)
-            .ok_or_else(|| EagerError::Usage(format!("unknown op `{op}`")))?;
+        let schema =
+            tessera_ops::find(op).ok_or_else(|| EagerError::Usage(format!("unknown op `{op}`")))?;
         let bound = tessera_ops::bind(schema, args, Vec::new())
             .map_err(|e| EagerError::op(String::new(), e))?;
         let mut outs = self.call(bound, view_ok)?;
@@ -191,16 +191,18 @@ impl Runtime {
         let m = mode();
         count(m, |s| s.ops += 1);
         let bound = scalars::lift(self, bound)?;
-        let types = types_of(&bound);
         let options = CallOptions::default();
-        let key = key_of(&types, options);
+        let key = key_of(&bound, options, |k, t: &Tensor| t.push_type(k));
         let entry = match lookup(&key) {
             Some(e) => {
                 count(m, |s| s.cache_hits += 1);
                 e
             }
-            None => build_entry(key, &types, self.kind, options)
-                .map_err(|e| EagerError::op(describe(&types), e))?,
+            None => {
+                let types = types_of(&bound);
+                build_entry(key, &types, self.kind, options)
+                    .map_err(|e| EagerError::op(describe(&types), e))?
+            }
         };
         if view_ok {
             if let Some(t) = view::as_view(&entry, &bound)? {
@@ -218,7 +220,7 @@ impl Runtime {
         } else if m.defers() {
             self.graph.record(&entry, inputs, m)
         } else {
-            self.launch(&entry, &inputs, m, &types)?
+            self.launch(&entry, &inputs, m, &bound)?
         };
         let outs = self.outputs(&entry, &bound, results)?;
         if m.defers() && self.graph.is_full() {
@@ -233,7 +235,7 @@ impl Runtime {
         entry: &OpEntry,
         inputs: &[Val],
         m: EagerMode,
-        types: &Bound<TensorType>,
+        call: &Bound<Tensor>,
     ) -> Result<Vec<Val>> {
         let op = entry.op();
         let mut bufs: Vec<&Buffer> = Vec::with_capacity(inputs.len());
@@ -259,12 +261,18 @@ impl Runtime {
             s.execute_nanos += nanos;
         });
         let debug = m == EagerMode::Debug;
-        let args = || if debug { describe(types) } else { String::new() };
+        let args = || {
+            if debug {
+                describe(&types_of(call))
+            } else {
+                String::new()
+            }
+        };
         let outs = outs.map_err(|e| EagerError::device(&op.full_name(), args(), &e))?;
         if debug {
             for o in &outs {
                 o.block_until_ready()
-                    .map_err(|e| EagerError::device(&op.full_name(), describe(types), &e))?;
+                    .map_err(|e| EagerError::device(&op.full_name(), args(), &e))?;
             }
         }
         Ok(outs.into_iter().map(|b| Val::Buf(Arc::new(b))).collect())
@@ -363,13 +371,12 @@ impl Runtime {
         let op = entry.op();
         let mut outs = Vec::with_capacity(entry.outs.len());
         for kind in &entry.outs {
-            let one =
-                |rt: &mut Runtime, i: usize| rt.wrap(entry.results[i].clone(), results[i].clone(), op);
+            let one = |rt: &mut Runtime, i: usize| {
+                rt.wrap(entry.results[i].clone(), results[i].clone(), op)
+            };
             outs.push(match kind {
                 OutKind::Tensor(i) => Output::Tensor(one(self, *i)),
-                OutKind::Tensors(is) => {
-                    Output::Tensors(is.iter().map(|&i| one(self, i)).collect())
-                }
+                OutKind::Tensors(is) => Output::Tensors(is.iter().map(|&i| one(self, i)).collect()),
                 OutKind::Prefix { value, count } => {
                     let (value, count) = (one(self, *value), one(self, *count));
                     let n = self.to_host(&count, FlushReason::NeedsValue)?.to_f64_vec();
@@ -415,7 +422,9 @@ impl Runtime {
     pub(crate) fn to_host(&mut self, t: &Tensor, reason: FlushReason) -> Result<HostTensor> {
         let (_, v, op) = self.value_of(t, Some(reason))?;
         let Val::Buf(buf) = v else {
-            return Err(EagerError::Usage("internal: a read found a pending value".into()));
+            return Err(EagerError::Usage(
+                "internal: a read found a pending value".into(),
+            ));
         };
         let h = buf
             .to_host()
@@ -447,8 +456,12 @@ pub fn call(
             tessera_ops::OpError::UnknownOp { op: op.to_string() },
         )
     })?;
-    let kwargs = kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    let bound = tessera_ops::bind(schema, args, kwargs).map_err(|e| EagerError::op(String::new(), e))?;
+    let kwargs = kwargs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let bound =
+        tessera_ops::bind(schema, args, kwargs).map_err(|e| EagerError::op(String::new(), e))?;
     with(|rt| rt.call(bound, true))
 }
 

@@ -60,7 +60,9 @@ pub(crate) fn lift(rt: &mut Runtime, mut b: Bound<Tensor>) -> Result<Bound<Tenso
     }
     // `add(x, y, alpha=a)` -> `add(x, y * tensor(a))`: PyTorch computes `alpha * other` in
     // the op's dtype and adds; so does this.
-    if arith && b.schema.overload == "Tensor" && matches!(b.schema.name, "add" | "sub" | "add_" | "sub_")
+    if arith
+        && b.schema.overload == "Tensor"
+        && matches!(b.schema.name, "add" | "sub" | "add_" | "sub_")
     {
         let at = b.schema.args.iter().position(|a| a.name == "alpha");
         if let Some(at) = at {

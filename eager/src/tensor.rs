@@ -119,6 +119,14 @@ impl Tensor {
         }
     }
 
+    /// Pushes the type into a cache key without copying it.
+    pub(crate) fn push_type(&self, k: &mut Vec<u64>) {
+        match &self.view {
+            Some(v) => crate::cache::push_type(k, &v.ty),
+            None => crate::cache::push_type(k, &self.storage.lock().ty),
+        }
+    }
+
     pub fn shape(&self) -> Vec<usize> {
         match &self.view {
             Some(v) => v.ty.shape.clone(),
@@ -199,7 +207,13 @@ impl std::fmt::Display for Tensor {
         match self.to_host() {
             Ok(h) => {
                 let ty = self.ty();
-                write!(f, "tensor({}{:?}, {:?})", ty.dtype, ty.shape, h.to_f64_vec())
+                write!(
+                    f,
+                    "tensor({}{:?}, {:?})",
+                    ty.dtype,
+                    ty.shape,
+                    h.to_f64_vec()
+                )
             }
             Err(e) => write!(f, "tensor(<error: {e}>)"),
         }

@@ -54,16 +54,19 @@ fn ints(v: &ArgValue<Tensor>) -> Vec<i64> {
 fn inverse_of(schema: &OpSchema, b: &Bound<Tensor>, input: &TensorType) -> Option<Inverse> {
     let rank = input.shape.len() as i64;
     let norm = |d: i64| if d < 0 { d + rank.max(1) } else { d };
-    Some(match schema.full_name().as_str() {
-        "select.int" => Inverse::Scatter("select_scatter"),
-        "slice.Tensor" => Inverse::Scatter("slice_scatter"),
-        "t" | "transpose.int" | "permute" => {
+    Some(match (schema.name, schema.overload) {
+        ("select", "int") => Inverse::Scatter("select_scatter"),
+        ("slice", "Tensor") => Inverse::Scatter("slice_scatter"),
+        ("t", "") | ("transpose", "int") | ("permute", "") => {
             let mut perm: Vec<i64> = (0..rank).collect();
             match schema.name {
                 "t" if rank == 2 => perm.swap(0, 1),
                 "t" => {}
                 "transpose" => {
-                    let (a, c) = (norm(*ints(&b.values[1]).first()?), norm(*ints(&b.values[2]).first()?));
+                    let (a, c) = (
+                        norm(*ints(&b.values[1]).first()?),
+                        norm(*ints(&b.values[2]).first()?),
+                    );
                     perm.swap(a as usize, c as usize);
                 }
                 _ => {
@@ -77,11 +80,15 @@ fn inverse_of(schema: &OpSchema, b: &Bound<Tensor>, input: &TensorType) -> Optio
             }
             Inverse::Permute(perm)
         }
-        "view" | "_unsafe_view" | "unsqueeze" | "squeeze" | "squeeze.dim" | "squeeze.dims"
-        | "alias" | "detach" => Inverse::Reshape,
+        ("view" | "_unsafe_view" | "unsqueeze" | "alias" | "detach", "")
+        | ("squeeze", "" | "dim" | "dims") => Inverse::Reshape,
         // `reshape` is a view of a base tensor (contiguous here); of a view it copies, as
         // PyTorch does for non-contiguous inputs.
-        "reshape" if b.values.first().is_some_and(|v| matches!(v, ArgValue::Tensor(t) if !t.is_view())) => {
+        ("reshape", "")
+            if b.values
+                .first()
+                .is_some_and(|v| matches!(v, ArgValue::Tensor(t) if !t.is_view())) =>
+        {
             Inverse::Reshape
         }
         _ => return None,
@@ -90,6 +97,23 @@ fn inverse_of(schema: &OpSchema, b: &Bound<Tensor>, input: &TensorType) -> Optio
 
 /// If the call is a view op, the view of its input (no program runs; `entry` gave its type).
 pub(crate) fn as_view(entry: &OpEntry, b: &Bound<Tensor>) -> Result<Option<Tensor>> {
+    const VIEW_OPS: [&str; 12] = [
+        "select",
+        "slice",
+        "t",
+        "transpose",
+        "permute",
+        "view",
+        "_unsafe_view",
+        "unsqueeze",
+        "alias",
+        "detach",
+        "squeeze",
+        "reshape",
+    ];
+    if !VIEW_OPS.contains(&b.schema.name) {
+        return Ok(None);
+    }
     let Some(ArgValue::Tensor(src)) = b.values.first() else {
         return Ok(None);
     };
@@ -100,7 +124,11 @@ pub(crate) fn as_view(entry: &OpEntry, b: &Bound<Tensor>) -> Result<Option<Tenso
     let Some(OutKind::Tensor(i)) = entry.outs.first() else {
         return Ok(None);
     };
-    let mut steps = src.view.as_ref().map(|v| v.steps.clone()).unwrap_or_default();
+    let mut steps = src
+        .view
+        .as_ref()
+        .map(|v| v.steps.clone())
+        .unwrap_or_default();
     steps.push(Step {
         schema: b.schema,
         rest: b.values[1..].to_vec(),

@@ -12,10 +12,14 @@ use tessera_ops::ArgValue;
 /// Deterministic pseudo-random values in [-scale, scale) (an LCG: no dependency, same on
 /// every run).
 pub fn lcg_values(seed: u64, n: usize, scale: f64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale
         })
         .collect()
@@ -76,7 +80,9 @@ impl Block {
                 .permute(&[1, 0, 2])
         };
         let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-        let scores = q.matmul(&k.transpose(1, 2)?)?.mul_scalar(1.0 / (dh as f64).sqrt())?;
+        let scores = q
+            .matmul(&k.transpose(1, 2)?)?
+            .mul_scalar(1.0 / (dh as f64).sqrt())?;
         let p = scores.softmax(-1)?;
         let o = p.matmul(&v)?.permute(&[1, 0, 2])?.reshape(&[s, d])?;
         let x = x.add(&o.matmul(&self.w_o)?)?;
@@ -133,7 +139,11 @@ impl Mlp {
         let dh = dy.matmul(&self.w2.t()?)?;
         let dz = crate::methods::first_tensor(call(
             "threshold_backward",
-            vec![ArgValue::Tensor(dh), ArgValue::Tensor(z), ArgValue::Float(0.0)],
+            vec![
+                ArgValue::Tensor(dh),
+                ArgValue::Tensor(z),
+                ArgValue::Float(0.0),
+            ],
             vec![],
         )?)?;
         let dw1 = x.t()?.matmul(&dz)?;

@@ -11,7 +11,13 @@ fn sgd_step(x: &Tensor, w: &Tensor, target: &Tensor, lr: f64) -> Tensor {
     let d = y.sub(target).unwrap();
     let loss = d.mul(&d).unwrap().mean().unwrap();
     let n = d.numel() as f64;
-    let g = x.t().unwrap().matmul(&d).unwrap().mul_scalar(2.0 / n).unwrap();
+    let g = x
+        .t()
+        .unwrap()
+        .matmul(&d)
+        .unwrap()
+        .mul_scalar(2.0 / n)
+        .unwrap();
     w.add_scaled_(&g, -lr).unwrap();
     loss
 }
@@ -35,7 +41,10 @@ fn a_deferred_loop_compiles_once_even_with_a_changing_learning_rate() {
     assert_eq!(d.compiles, 0, "{s}");
     assert_eq!(d.launches, 100, "{s}");
     assert_eq!(d.flushes_total(), 100, "{s}");
-    assert!(losses[99] < losses[0], "training lowers the loss: {losses:?}");
+    assert!(
+        losses[99] < losses[0],
+        "training lowers the loss: {losses:?}"
+    );
 }
 
 #[test]
@@ -46,7 +55,9 @@ fn first_loop_compiles_exactly_once() {
     let w = dev(&host(15, &[4, 3]));
     reset_stats();
     for i in 0..100 {
-        sgd_step(&x, &w, &t, 0.05 + 0.0001 * i as f64).item().unwrap();
+        sgd_step(&x, &w, &t, 0.05 + 0.0001 * i as f64)
+            .item()
+            .unwrap();
     }
     let d = stats().mode(EagerMode::DeferAndFuse).clone();
     assert_eq!(d.compiles, 1, "{d:?}");
@@ -61,7 +72,11 @@ fn strict_ops_compile_once_per_signature() {
     let mut x = a.clone();
     for i in 0..50 {
         // Different scalars every step: one program for mul, one for add.
-        x = x.mul_scalar(1.0 + 1e-3 * i as f64).unwrap().add_scalar(0.01 * i as f64).unwrap();
+        x = x
+            .mul_scalar(1.0 + 1e-3 * i as f64)
+            .unwrap()
+            .add_scalar(0.01 * i as f64)
+            .unwrap();
     }
     x.wait().unwrap();
     let s = stats().mode(EagerMode::Strict).clone();
@@ -94,7 +109,14 @@ fn only_live_values_leave_a_fused_program() {
     // One output of 17*5 f32 comes back when read; nothing else was materialized.
     reset_stats();
     let got = kept.to_f64_vec().unwrap();
-    assert_eq!(stats().mode(EagerMode::DeferAndFuse).bytes_to_host, 17 * 5 * 4);
-    let want: Vec<f64> = host(17, &[17, 5]).to_f64_vec().iter().map(|v| (v.exp() + 1.0) * v).collect();
+    assert_eq!(
+        stats().mode(EagerMode::DeferAndFuse).bytes_to_host,
+        17 * 5 * 4
+    );
+    let want: Vec<f64> = host(17, &[17, 5])
+        .to_f64_vec()
+        .iter()
+        .map(|v| (v.exp() + 1.0) * v)
+        .collect();
     assert!(max_err(&got, &want) < 1e-5);
 }

@@ -53,7 +53,11 @@ fn defer_reports_a_shape_error_at_the_recorded_op() {
     assert!(e.contains("matmul") && e.contains("f32[2, 3]"), "{e}");
     assert_eq!(stats().mode(EagerMode::DeferAndFuse).flushes_total(), 0);
     // What was recorded before it is intact.
-    let want: Vec<f64> = host(3, &[2, 3]).to_f64_vec().iter().map(|v| (v * 3.0) as f32 as f64).collect();
+    let want: Vec<f64> = host(3, &[2, 3])
+        .to_f64_vec()
+        .iter()
+        .map(|v| (v * 3.0) as f32 as f64)
+        .collect();
     assert!(max_err(&ok.to_f64_vec().unwrap(), &want) < 1e-6);
 }
 
@@ -68,14 +72,21 @@ fn a_failed_flush_loses_only_what_depends_on_the_failing_op() {
     let good2 = good.mul_scalar(2.0).unwrap();
     let e = sync().unwrap_err().to_string();
     assert!(e.contains("erfinv"), "{e}");
-    let want: Vec<f64> = xh.to_f64_vec().iter().map(|v| ((v + 1.0) as f32 * 2.0) as f64).collect();
+    let want: Vec<f64> = xh
+        .to_f64_vec()
+        .iter()
+        .map(|v| ((v + 1.0) as f32 * 2.0) as f64)
+        .collect();
     assert!(max_err(&good2.to_f64_vec().unwrap(), &want) < 1e-6);
     assert_eq!(good.to_f64_vec().unwrap().len(), 15);
     for t in [&bad, &after_bad] {
         let e = t.to_host().unwrap_err();
         assert!(matches!(e, EagerError::Failed { .. }), "{e}");
         let e = e.to_string();
-        assert!(e.contains("erfinv") && e.contains("tessera_no_such_target"), "{e}");
+        assert!(
+            e.contains("erfinv") && e.contains("tessera_no_such_target"),
+            "{e}"
+        );
     }
     // Using a failed tensor in a new op is the same clear error.
     let e = after_bad.add(&good).unwrap_err().to_string();
@@ -86,14 +97,18 @@ fn a_failed_flush_loses_only_what_depends_on_the_failing_op() {
 fn strict_reports_a_failing_program_at_its_op() {
     let _g = ModeGuard::new(EagerMode::Strict).unwrap();
     let x = dev(&host(5, &[3, 5]));
-    let e = call("erfinv", vec![(&x).into()], vec![]).unwrap_err().to_string();
+    let e = call("erfinv", vec![(&x).into()], vec![])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("erfinv"), "{e}");
 }
 
 #[test]
 fn bad_arguments_are_errors_not_panics() {
     let x = dev(&host(6, &[2, 2]));
-    let e = call("aten::no_such_op", vec![(&x).into()], vec![]).unwrap_err().to_string();
+    let e = call("aten::no_such_op", vec![(&x).into()], vec![])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("unknown op"), "{e}");
     let e = x.select(0, 7).unwrap_err().to_string();
     assert!(e.contains("select"), "{e}");

@@ -32,6 +32,9 @@ fn ten_thousand_deferred_steps_keep_memory_flat() {
     let grown = after.saturating_sub(before);
     // 10,000 steps each allocate and free a few 1 KiB buffers; a leak of one buffer per
     // step alone would be ~10 MB.
-    assert!(grown < 4 << 20, "RSS grew {grown} bytes over 10,000 steps ({before} -> {after})");
+    assert!(
+        grown < 4 << 20,
+        "RSS grew {grown} bytes over 10,000 steps ({before} -> {after})"
+    );
     assert!(w.to_f64_vec().unwrap().iter().all(|v| v.is_finite()));
 }

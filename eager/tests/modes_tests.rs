@@ -31,7 +31,9 @@ fn a_small_program_agrees_in_every_mode() {
             Default::default(),
         )
         .unwrap();
-        let tessera_ops::Output::Tensor(h) = &r.outputs[0] else { panic!() };
+        let tessera_ops::Output::Tensor(h) = &r.outputs[0] else {
+            panic!()
+        };
         let h = host_call("softmax.int", vec![A::Tensor(h.clone()), A::Int(-1)]);
         let h = host_call("sum.dim_IntList", vec![A::Tensor(h), A::IntList(vec![0])]);
         h.to_f64_vec()
@@ -39,7 +41,10 @@ fn a_small_program_agrees_in_every_mode() {
     let (x, w) = (dev(&xh), dev(&wh));
     for m in MODES {
         let got = in_mode(m, || run_program(&x, &w));
-        assert!(max_err(&got, &expected) < 1e-6, "{m}: {got:?} vs {expected:?}");
+        assert!(
+            max_err(&got, &expected) < 1e-6,
+            "{m}: {got:?} vs {expected:?}"
+        );
     }
     // Softmax rows sum to 1: the column sums add up to the row count.
     assert!((expected.iter().sum::<f64>() - 4.0).abs() < 1e-5);

@@ -21,7 +21,11 @@ fn inplace_through_a_select_view_updates_the_base_and_other_views() {
             col.add_scalar_(1.0).unwrap(); // x[:, 0] += 1
             (x, col, row)
         });
-        assert_eq!(base.to_f64_vec().unwrap(), vec![1., 1., 2., 4., 4., 5.], "{m}");
+        assert_eq!(
+            base.to_f64_vec().unwrap(),
+            vec![1., 1., 2., 4., 4., 5.],
+            "{m}"
+        );
         assert_eq!(col.to_f64_vec().unwrap(), vec![1., 4.], "{m}");
         assert_eq!(row.to_f64_vec().unwrap(), vec![4., 4., 5.], "{m}");
     }
@@ -33,7 +37,7 @@ fn inplace_through_a_transpose_and_a_slice() {
         let x = in_mode(m, || {
             let x = iota(&[2, 3]);
             x.t().unwrap().mul_scalar_(2.0).unwrap(); // x *= 2
-            // x[:, 1:3] (a view of a view of nothing else) -= 1 via a slice of the transpose.
+                                                      // x[:, 1:3] (a view of a view of nothing else) -= 1 via a slice of the transpose.
             let xt = x.t().unwrap(); // [3, 2]
             let s = xt.slice(0, 1, 3, 1).unwrap(); // rows 1..3 of x.t() = columns 1..3 of x
             let ones = Tensor::full(DType::F32, &[2, 2], 1.0).unwrap();
@@ -70,8 +74,16 @@ fn copy_into_a_view_and_out_writes() {
             assert!(r.shares_storage(&out));
             (x, out)
         });
-        assert_eq!(x.to_f64_vec().unwrap(), vec![0., 1., 2., 3., -1., -2.], "{m}");
-        assert_eq!(out.to_f64_vec().unwrap(), vec![0., 2., 4., 6., -2., -4.], "{m}");
+        assert_eq!(
+            x.to_f64_vec().unwrap(),
+            vec![0., 1., 2., 3., -1., -2.],
+            "{m}"
+        );
+        assert_eq!(
+            out.to_f64_vec().unwrap(),
+            vec![0., 2., 4., 6., -2., -4.],
+            "{m}"
+        );
     }
 }
 

@@ -156,7 +156,9 @@ pub fn lower_planned(cx: &mut Lower, p: &Plan, inputs: &[Value]) -> Result<Lower
     }
     let value_of = |i: &usize| {
         let at = p.inputs.iter().position(|j| j == i);
-        Ok::<_, LowerError>(inputs[at.expect("a lowering input is among the plan's inputs")].clone())
+        Ok::<_, LowerError>(
+            inputs[at.expect("a lowering input is among the plan's inputs")].clone(),
+        )
     };
     let args = Bound {
         schema: p.args.schema,
@@ -219,10 +221,8 @@ pub fn types_of(bound: &HostArgs) -> Bound<TensorType> {
             .values
             .iter()
             .map(|v| {
-                v.try_map(&mut |t: &HostTensor| {
-                    Ok::<_, ()>(TensorType::new(t.shape(), t.dtype()))
-                })
-                .expect("typing tensors cannot fail")
+                v.try_map(&mut |t: &HostTensor| Ok::<_, ()>(TensorType::new(t.shape(), t.dtype())))
+                    .expect("typing tensors cannot fail")
             })
             .collect(),
     }
@@ -254,7 +254,11 @@ fn zero_filled(bound: &Bound<TensorType>, fill: bool) -> HostArgs {
 fn complex_arg(bound: &Bound<TensorType>) -> Option<DType> {
     bound.values.iter().find_map(|v| match v {
         ArgValue::DType(d) if d.is_complex() => Some(*d),
-        v => v.tensors().into_iter().map(|t| t.dtype).find(|d| d.is_complex()),
+        v => v
+            .tensors()
+            .into_iter()
+            .map(|t| t.dtype)
+            .find(|d| d.is_complex()),
     })
 }
 

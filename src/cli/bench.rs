@@ -78,13 +78,19 @@ fn eager(a: &EagerArgs) -> tessera_eager::Result<()> {
             Box::new(move || block.forward(&x)),
         ));
     }
-    let (x, y) = (random(f, 21, &[256, 256], 1.0)?, random(f, 22, &[256, 256], 1.0)?);
+    let (x, y) = (
+        random(f, 21, &[256, 256], 1.0)?,
+        random(f, 22, &[256, 256], 1.0)?,
+    );
     cases.push((
         "pointwise_chain_50".into(),
         Box::new(move || pointwise_chain(&x, &y, 50)),
     ));
     let mlp = Mlp::new(256, 512, 64, 31, f)?;
-    let (x, t) = (random(f, 32, &[128, 256], 1.0)?, random(f, 33, &[128, 64], 1.0)?);
+    let (x, t) = (
+        random(f, 32, &[128, 256], 1.0)?,
+        random(f, 33, &[128, 64], 1.0)?,
+    );
     let mut step = 0usize;
     cases.push((
         "mlp_train_step".into(),

@@ -25,7 +25,10 @@ pub fn dev(h: &HostTensor) -> Tensor {
 /// Max |a - b| over the elements, asserting equal lengths.
 pub fn max_err(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len(), "lengths");
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 /// Runs `op` through the host path (`tessera_ops::call`) on the CPU plugin.
