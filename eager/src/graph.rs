@@ -9,7 +9,7 @@ use crate::error::{EagerError, Result};
 use crate::mode::EagerMode;
 use crate::runtime::{Runtime, Val};
 use crate::stats::{count, FlushReason};
-use crate::tensor::{PendingRef, State, Storage};
+use crate::tensor::{PendingRef, State, Storage, Tensor};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -40,6 +40,8 @@ pub(crate) struct Graph {
     /// Unique per graph (a flush starts a new one), so a stale pending reference is caught.
     pub id: u64,
     inputs: Vec<Arc<Buffer>>,
+    /// The storage each input was read from (None: a view's base was read through ops).
+    input_from: Vec<Option<Weak<Storage>>>,
     input_at: HashMap<usize, u32>,
     nodes: Vec<Node>,
     /// Storages that took a pending result; at a flush, those still alive and still holding
@@ -47,6 +49,130 @@ pub(crate) struct Graph {
     holders: Vec<(PendingRef, Weak<Storage>)>,
     /// The mode the graph was recorded in (its flush is counted there).
     mode: EagerMode,
+}
+
+/// A graph that ran, with its live results and their buffers.
+struct Flushed {
+    graph: Graph,
+    live: Vec<(u32, u32)>,
+    holders: Vec<(PendingRef, Arc<Storage>)>,
+    exe: Arc<Executable>,
+}
+
+/// Where a replayed program's input comes from.
+enum Source {
+    /// The function's argument.
+    Arg(usize),
+    /// The current value of a tensor the function captured (weights updated in place).
+    Captured(Arc<Storage>),
+    /// A value made during the trace (an uploaded constant).
+    Const(Arc<Buffer>),
+}
+
+/// A tensor a replay writes.
+enum Target {
+    Arg(usize),
+    Captured(Arc<Storage>),
+}
+
+impl Target {
+    fn storage<'a>(&'a self, args: &'a [Tensor]) -> &'a Arc<Storage> {
+        match self {
+            Target::Arg(i) => &args[*i].storage,
+            Target::Captured(s) => s,
+        }
+    }
+}
+
+/// A compiled function's program and how to feed and unpack it.
+pub(crate) struct Replay {
+    exe: Arc<Executable>,
+    pub arg_types: Vec<TensorType>,
+    sources: Vec<Source>,
+    /// Per returned tensor: its position among the outputs, its type.
+    outs: Vec<(usize, TensorType)>,
+    /// Tensors that existed before the trace and that it wrote: output position, which,
+    /// type.
+    writes: Vec<(usize, Target, TensorType)>,
+    ops: Vec<&'static tessera_ops::OpSchema>,
+}
+
+impl Replay {
+    /// Runs the program on `args` (no recording); None when a captured tensor's type changed
+    /// since the trace (then the caller traces again).
+    pub(crate) fn run(&self, rt: &mut Runtime, args: &[Tensor]) -> Result<Option<Vec<Tensor>>> {
+        let mut bufs = Vec::with_capacity(self.sources.len());
+        for src in &self.sources {
+            let (ty, state) = match src {
+                Source::Arg(i) => {
+                    let c = args[*i].storage.lock();
+                    (c.ty.clone(), c.state.clone())
+                }
+                Source::Captured(s) => {
+                    let c = s.lock();
+                    (c.ty.clone(), c.state.clone())
+                }
+                Source::Const(b) => {
+                    bufs.push(b.clone());
+                    continue;
+                }
+            };
+            match state {
+                State::Ready { buf, .. } if buf.shape() == ty.shape.as_slice() => bufs.push(buf),
+                State::Failed { op, message } => return Err(EagerError::Failed { op, message }),
+                _ => return Ok(None),
+            }
+        }
+        if self
+            .writes
+            .iter()
+            .any(|(_, t, ty)| t.storage(args).lock().ty != *ty)
+        {
+            return Ok(None);
+        }
+        let refs: Vec<&Buffer> = bufs.iter().map(|b| &**b).collect();
+        let start = Instant::now();
+        let outs = self.exe.execute(&refs);
+        let nanos = start.elapsed().as_nanos() as u64;
+        count(EagerMode::Compiled, |s| {
+            s.launches += 1;
+            s.cache_hits += 1;
+            s.execute_nanos += nanos;
+        });
+        let outs: Vec<Arc<Buffer>> = outs
+            .map_err(|e| EagerError::Device {
+                op: format!("a compiled function of {} op(s)", self.ops.len()),
+                args: String::new(),
+                message: e.to_string(),
+            })?
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        let last = self.ops.last().copied();
+        for (at, t, ty) in &self.writes {
+            let mut c = t.storage(args).lock();
+            c.ty = ty.clone();
+            c.state = State::Ready {
+                buf: outs[*at].clone(),
+                op: last,
+            };
+        }
+        Ok(Some(
+            self.outs
+                .iter()
+                .map(|(at, ty)| {
+                    Tensor::from_state(
+                        ty.clone(),
+                        State::Ready {
+                            buf: outs[*at].clone(),
+                            op: last,
+                        },
+                        rt.kind,
+                    )
+                })
+                .collect(),
+        ))
+    }
 }
 
 /// One compiled fused program.
@@ -67,6 +193,7 @@ impl Graph {
         Graph {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             inputs: Vec::new(),
+            input_from: Vec::new(),
             input_at: HashMap::new(),
             nodes: Vec::new(),
             holders: Vec::new(),
@@ -83,19 +210,25 @@ impl Graph {
     }
 
     /// Appends a node; returns its results as pending values.
-    pub fn record(&mut self, entry: &Arc<OpEntry>, inputs: Vec<Val>, mode: EagerMode) -> Vec<Val> {
+    pub fn record(
+        &mut self,
+        entry: &Arc<OpEntry>,
+        inputs: Vec<(Val, Option<Weak<Storage>>)>,
+        mode: EagerMode,
+    ) -> Vec<Val> {
         if self.nodes.is_empty() {
             self.mode = mode;
         }
         let args = inputs
             .into_iter()
-            .map(|v| match v {
+            .map(|(v, from)| match v {
                 Val::Buf(b) => {
                     let key = Arc::as_ptr(&b) as usize;
                     let next = self.inputs.len() as u32;
                     let at = *self.input_at.entry(key).or_insert(next);
                     if at == next {
                         self.inputs.push(b);
+                        self.input_from.push(from);
                     }
                     Src::Input(at)
                 }
@@ -194,8 +327,14 @@ impl Runtime {
     /// depend on the failing one still gets its value (the graph is rerun op by op), the
     /// failed ones' tensors carry the error, and the first error is returned.
     pub(crate) fn flush(&mut self, reason: FlushReason) -> Result<()> {
+        self.flush_graph(reason).map(|_| ())
+    }
+
+    /// Runs the pending graph; returns it with its live results, their buffers and the
+    /// program (None when nothing was pending or live).
+    fn flush_graph(&mut self, reason: FlushReason) -> Result<Option<Flushed>> {
         if self.graph.len() == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let g = std::mem::replace(&mut self.graph, Graph::new());
         count(g.mode, |s| *s.flushes.entry(reason).or_default() += 1);
@@ -211,23 +350,28 @@ impl Runtime {
         live.sort_unstable();
         live.dedup();
         if live.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         match self.run_fused(&g, &live) {
-            Ok(bufs) => {
-                for (r, s) in holders {
+            Ok((exe, bufs)) => {
+                for (r, s) in &holders {
                     let at = live
                         .binary_search(&(r.node, r.out))
                         .expect("every holder's result is live");
                     let mut c = s.lock();
-                    if matches!(c.state, State::Pending(p) if p == r) {
+                    if matches!(c.state, State::Pending(p) if p == *r) {
                         c.state = State::Ready {
                             buf: bufs[at].clone(),
                             op: Some(g.nodes[r.node as usize].entry.op()),
                         };
                     }
                 }
-                Ok(())
+                Ok(Some(Flushed {
+                    graph: g,
+                    live,
+                    holders,
+                    exe,
+                }))
             }
             Err(e) => {
                 self.run_op_by_op(&g, holders);
@@ -236,7 +380,76 @@ impl Runtime {
         }
     }
 
-    fn run_fused(&mut self, g: &Graph, live: &[(u32, u32)]) -> Result<Vec<Arc<Buffer>>> {
+    /// Runs a compiled function's trace (the pending graph) and makes its replay plan:
+    /// `args` are the function's inputs, `returns` its results, `since` the first storage
+    /// serial of the trace (older storages the trace wrote are written again by each replay).
+    /// None when the trace cannot be replayed as one program (a result that is not computed
+    /// by it, a view argument).
+    pub(crate) fn flush_traced(
+        &mut self,
+        args: &[Tensor],
+        returns: &[Tensor],
+        since: u64,
+    ) -> Result<Option<Replay>> {
+        let Some(f) = self.flush_graph(FlushReason::Compiled)? else {
+            return Ok(None);
+        };
+        if args.iter().chain(returns).any(|t| t.is_view()) {
+            return Ok(None);
+        }
+        let position = |s: &Arc<Storage>| {
+            f.holders
+                .iter()
+                .find(|(_, h)| Arc::ptr_eq(h, s))
+                .and_then(|(r, _)| f.live.binary_search(&(r.node, r.out)).ok())
+        };
+        let mut outs = Vec::new();
+        for t in returns {
+            let Some(at) = position(&t.storage) else {
+                return Ok(None);
+            };
+            outs.push((at, t.ty()));
+        }
+        let mut writes = Vec::new();
+        for (r, s) in &f.holders {
+            let is_return = returns.iter().any(|t| Arc::ptr_eq(&t.storage, s));
+            if s.serial < since && !is_return {
+                let at = f.live.binary_search(&(r.node, r.out)).expect("live");
+                let target = match args.iter().position(|a| Arc::ptr_eq(&a.storage, s)) {
+                    Some(i) => Target::Arg(i),
+                    None => Target::Captured(s.clone()),
+                };
+                writes.push((at, target, s.lock().ty.clone()));
+            }
+        }
+        let mut sources = Vec::new();
+        for (b, from) in f.graph.inputs.iter().zip(&f.graph.input_from) {
+            let from = from.as_ref().and_then(Weak::upgrade);
+            let arg = from
+                .as_ref()
+                .and_then(|s| args.iter().position(|a| Arc::ptr_eq(&a.storage, s)));
+            sources.push(match (arg, from) {
+                (Some(i), _) => Source::Arg(i),
+                (None, Some(s)) if s.serial < since => Source::Captured(s),
+                _ => Source::Const(b.clone()),
+            });
+        }
+        let ops = f.graph.nodes.iter().map(|n| n.entry.op()).collect();
+        Ok(Some(Replay {
+            exe: f.exe,
+            arg_types: args.iter().map(Tensor::ty).collect(),
+            sources,
+            outs,
+            writes,
+            ops,
+        }))
+    }
+
+    fn run_fused(
+        &mut self,
+        g: &Graph,
+        live: &[(u32, u32)],
+    ) -> Result<(Arc<Executable>, Vec<Arc<Buffer>>)> {
         let key = key_of(g, live);
         let cached = fused_cache()
             .lock()
@@ -278,7 +491,7 @@ impl Runtime {
                     .map_err(|e| fused_error(g, &e.to_string()))?;
             }
         }
-        Ok(outs.into_iter().map(Arc::new).collect())
+        Ok((fused.exe.clone(), outs.into_iter().map(Arc::new).collect()))
     }
 
     /// After a failed fused run: each op alone, waiting for each, so an error lands on the op

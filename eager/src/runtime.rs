@@ -213,14 +213,19 @@ impl Runtime {
         let need = (!m.defers()).then_some(FlushReason::NeedsValue);
         let mut inputs = Vec::with_capacity(entry.plan.inputs.len());
         for &i in &entry.plan.inputs {
-            inputs.push(self.value_of(tensors[i], need)?.1);
+            let t = tensors[i];
+            let v = self.value_of(t, need)?.1;
+            // Where a graph input came from (a compiled function's replay reads it again).
+            let from = t.view.is_none().then(|| Arc::downgrade(&t.storage));
+            inputs.push((v, from));
         }
         let results = if entry.results.is_empty() {
             Vec::new()
         } else if m.defers() {
             self.graph.record(&entry, inputs, m)
         } else {
-            self.launch(&entry, &inputs, m, &bound)?
+            let vals: Vec<Val> = inputs.into_iter().map(|(v, _)| v).collect();
+            self.launch(&entry, &vals, m, &bound)?
         };
         let outs = self.outputs(&entry, &bound, results)?;
         if m.defers() && self.graph.is_full() {

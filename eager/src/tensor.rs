@@ -25,6 +25,15 @@ pub struct Tensor {
 pub(crate) struct Storage {
     cell: Mutex<Cell>,
     pub(crate) device: DeviceKind,
+    /// Creation order (a compiled function's trace tells what it created from what existed).
+    pub(crate) serial: u64,
+}
+
+static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The serial the next storage will get.
+pub(crate) fn next_serial() -> u64 {
+    SERIALS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 pub(crate) struct Cell {
@@ -59,6 +68,7 @@ impl Storage {
         Arc::new(Storage {
             cell: Mutex::new(Cell { ty, state }),
             device,
+            serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 
