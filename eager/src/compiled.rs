@@ -56,8 +56,14 @@ where
         let previous = mode();
         set_mode(EagerMode::Compiled)?;
         let since = next_serial();
+        let graph = with(|rt| Ok(rt.graph.id))?;
         let outs = (self.f)(inputs);
         let traced = match &outs {
+            // A trace that had to run part of itself early (a host read inside the closure,
+            // the size limit) is not one program: each call runs it again.
+            Ok(_) if with(|rt| Ok(rt.graph.id))? != graph => {
+                with(|rt| rt.flush(FlushReason::Compiled)).map(|_| None)
+            }
             Ok(o) => with(|rt| rt.flush_traced(inputs, o, since)),
             Err(_) => with(|rt| rt.flush(FlushReason::Compiled)).map(|_| None),
         };

@@ -14,6 +14,9 @@ pub enum FlushReason {
     HostRead,
     /// The graph reached its size limit.
     SizeLimit,
+    /// A materialization rule cut the graph after an op that is slow fused on this device
+    /// (transcendental elementwise ops on XLA CPU).
+    SlowFused,
     /// An op that cannot be deferred (data-dependent shape, a mode switch) needed a value.
     NeedsValue,
     /// A compiled function's trace or replay.

@@ -98,3 +98,25 @@ fn tensors_are_send_and_sync() {
     check::<Tensor>();
     check::<EagerError>();
 }
+
+#[test]
+fn a_trace_with_a_host_read_inside_runs_the_closure_each_call() {
+    // The closure reads a value on the host mid-way: that is not one program, so every call
+    // runs the closure again (with correct results), rather than replaying half of it.
+    let mut f = compile(|x: &[Tensor]| {
+        let s = x[0].sum()?.item()?;
+        Ok(vec![x[0].mul_scalar(s)?])
+    });
+    for seed in 0..3 {
+        let xh = host(100 + seed, &[5]);
+        let y = f.call(&[dev(&xh)]).unwrap().remove(0);
+        assert!(!f.is_traced());
+        let v = xh.to_f64_vec();
+        let s: f64 = v.iter().sum();
+        let want: Vec<f64> = v.iter().map(|a| a * s).collect();
+        assert!(
+            max_err(&y.to_f64_vec().unwrap(), &want) < 1e-5,
+            "call {seed}"
+        );
+    }
+}

@@ -39,32 +39,64 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median milliseconds of one run of `f` in `mode`, result computed (waited for).
-fn time(mode: EagerMode, f: &mut Case, iters: usize) -> tessera_eager::Result<f64> {
-    let mut samples = Vec::with_capacity(iters);
+fn run_case(cell: &std::cell::RefCell<&mut Case>) -> tessera_eager::Result<Tensor> {
+    let mut f = cell.borrow_mut();
+    (*f)()
+}
+
+/// One run of `f` in `mode`, its result computed (waited for); milliseconds.
+fn once(
+    mode: EagerMode,
+    f: &mut Case,
+    compiled: &mut Option<Box<dyn FnMut() -> tessera_eager::Result<Tensor> + '_>>,
+) -> tessera_eager::Result<f64> {
+    let start = Instant::now();
     if mode == EagerMode::Compiled {
-        let mut c = compile(|_: &[Tensor]| Ok(vec![f()?]));
-        for i in 0..iters + 3 {
-            let start = Instant::now();
-            let out = c.call(&[])?;
-            out[0].wait()?;
-            if i >= 3 {
-                samples.push(start.elapsed().as_secs_f64() * 1e3);
-            }
-        }
+        let c = compiled
+            .as_mut()
+            .expect("a compiled function for the Compiled mode");
+        c()?.wait()?;
     } else {
         let _g = ModeGuard::new(mode)?;
-        for i in 0..iters + 3 {
-            let start = Instant::now();
-            let out = f()?;
-            sync()?;
-            out.wait()?;
+        let out = f()?;
+        sync()?;
+        out.wait()?;
+    }
+    Ok(start.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Per mode: the median milliseconds of a run, and the programs launched and compiled per
+/// timed run. The modes take turns run by run, so a change in the machine's load hits all
+/// of them alike (this machine is shared).
+fn time_modes(case: &mut Case, iters: usize) -> tessera_eager::Result<[(f64, f64, u64); 4]> {
+    let cell = std::cell::RefCell::new(case);
+    let mut traced = compile(|_: &[Tensor]| Ok(vec![run_case(&cell)?]));
+    let mut compiled: Option<Box<dyn FnMut() -> tessera_eager::Result<Tensor> + '_>> =
+        Some(Box::new(move || Ok(traced.call(&[])?.remove(0))));
+    let mut samples = [(); 4].map(|_| Vec::with_capacity(iters));
+    let mut counts = [(0u64, 0u64); 4];
+    for i in 0..iters + 3 {
+        for (k, m) in EagerMode::ALL.into_iter().enumerate() {
+            reset_stats();
+            let mut plain: Case = Box::new(|| run_case(&cell));
+            let ms = once(m, &mut plain, &mut compiled)?;
             if i >= 3 {
-                samples.push(start.elapsed().as_secs_f64() * 1e3);
+                samples[k].push(ms);
+                let s = stats().mode(m).clone();
+                counts[k].0 += s.launches;
+                counts[k].1 += s.compiles;
             }
         }
     }
-    Ok(median(samples))
+    let mut out = [(0.0, 0.0, 0); 4];
+    for k in 0..4 {
+        out[k] = (
+            median(std::mem::take(&mut samples[k])),
+            counts[k].0 as f64 / iters as f64,
+            counts[k].1,
+        );
+    }
+    Ok(out)
 }
 
 fn eager(a: &EagerArgs) -> tessera_eager::Result<()> {
@@ -107,20 +139,20 @@ fn eager(a: &EagerArgs) -> tessera_eager::Result<()> {
         );
     }
     for (name, mut case) in cases {
-        let mut ms = [0.0; 4];
-        for (i, m) in EagerMode::ALL.into_iter().enumerate() {
-            ms[i] = time(m, &mut case, a.iters)?;
-        }
+        let timed = time_modes(&mut case, a.iters)?;
+        let ms = timed.map(|t| t.0);
+        let programs = timed.map(|t| t.1);
+        let compiles: u64 = timed.iter().map(|t| t.2).sum();
         let speedup = ms[0] / ms[2];
         if a.json {
             println!(
-                "{{\"case\":\"{name}\",\"strict_ms\":{:.4},\"debug_ms\":{:.4},\"defer_ms\":{:.4},\"compiled_ms\":{:.4},\"defer_speedup\":{:.3}}}",
-                ms[0], ms[1], ms[2], ms[3], speedup
+                "{{\"case\":\"{name}\",\"strict_ms\":{:.4},\"debug_ms\":{:.4},\"defer_ms\":{:.4},\"compiled_ms\":{:.4},\"defer_speedup\":{:.3},\"strict_programs\":{},\"defer_programs\":{},\"compiles_after_warmup\":{compiles}}}",
+                ms[0], ms[1], ms[2], ms[3], speedup, programs[0], programs[2]
             );
         } else {
             println!(
-                "{name:<20} {:>10.3} {:>10.3} {:>10.3} {:>12.3} {:>7.2}x",
-                ms[0], ms[1], ms[2], ms[3], speedup
+                "{name:<20} {:>10.3} {:>10.3} {:>10.3} {:>12.3} {:>7.2}x  ({} vs {} program(s) per run, {compiles} compile(s) after warm-up)",
+                ms[0], ms[1], ms[2], ms[3], speedup, programs[0], programs[2]
             );
         }
     }

@@ -1,0 +1,62 @@
+//! Materialization rules of DeferAndFuse, each on its own: where the pending graph is cut.
+
+mod common;
+use common::*;
+
+fn defer_stats(f: impl FnOnce() -> Tensor) -> (Tensor, ModeStats) {
+    let _g = ModeGuard::new(EagerMode::DeferAndFuse).unwrap();
+    reset_stats();
+    let t = f();
+    sync().unwrap();
+    (t, stats().mode(EagerMode::DeferAndFuse).clone())
+}
+
+#[test]
+fn large_transcendental_ops_end_a_fused_program_on_cpu() {
+    let xh = host(90, &[128, 128]);
+    let x = dev(&xh);
+    let (y, s) = defer_stats(|| {
+        let mut y = x.mul_scalar(0.5).unwrap();
+        for _ in 0..3 {
+            y = y.tanh().unwrap().add_scalar(0.25).unwrap();
+        }
+        y
+    });
+    // [mul, tanh] [add, tanh] [add, tanh] [add]
+    assert_eq!(s.launches, 4, "{s:?}");
+    assert_eq!(s.flushes.get(&FlushReason::SlowFused), Some(&3), "{s:?}");
+    let want: Vec<f64> = xh
+        .to_f64_vec()
+        .iter()
+        .map(|v| {
+            let mut y = v * 0.5;
+            for _ in 0..3 {
+                y = y.tanh() + 0.25;
+            }
+            y
+        })
+        .collect();
+    assert!(max_err(&y.to_f64_vec().unwrap(), &want) < 1e-5);
+}
+
+#[test]
+fn small_tensors_and_arithmetic_stay_in_one_program() {
+    let x = dev(&host(91, &[8, 8]));
+    let (_, s) = defer_stats(|| {
+        let mut y = x.clone();
+        for _ in 0..5 {
+            y = y.tanh().unwrap().mul_scalar(1.5).unwrap();
+        }
+        y
+    });
+    assert_eq!(s.launches, 1, "{s:?}");
+    let big = dev(&host(92, &[256, 130]));
+    let (_, s) = defer_stats(|| {
+        let mut y = big.clone();
+        for _ in 0..20 {
+            y = y.mul(&big).unwrap().add_scalar(0.1).unwrap();
+        }
+        y
+    });
+    assert_eq!(s.launches, 1, "{s:?}");
+}
