@@ -65,10 +65,10 @@ fn once(
     Ok(start.elapsed().as_secs_f64() * 1e3)
 }
 
-/// Per mode: the median milliseconds of a run, and the programs launched and compiled per
-/// timed run. The modes take turns run by run, so a change in the machine's load hits all
+/// Per mode: the median and the fastest milliseconds of a run, and the programs launched and
+/// compiled per timed run. The modes take turns run by run, so a change in the machine's load hits all
 /// of them alike (this machine is shared).
-fn time_modes(case: &mut Case, iters: usize) -> tessera_eager::Result<[(f64, f64, u64); 4]> {
+fn time_modes(case: &mut Case, iters: usize) -> tessera_eager::Result<[(f64, f64, f64, u64); 4]> {
     let cell = std::cell::RefCell::new(case);
     let mut traced = compile(|_: &[Tensor]| Ok(vec![run_case(&cell)?]));
     let mut compiled: Option<Box<dyn FnMut() -> tessera_eager::Result<Tensor> + '_>> =
@@ -88,10 +88,12 @@ fn time_modes(case: &mut Case, iters: usize) -> tessera_eager::Result<[(f64, f64
             }
         }
     }
-    let mut out = [(0.0, 0.0, 0); 4];
+    let mut out = [(0.0, 0.0, 0.0, 0); 4];
     for k in 0..4 {
+        let fastest = samples[k].iter().copied().fold(f64::INFINITY, f64::min);
         out[k] = (
             median(std::mem::take(&mut samples[k])),
+            fastest,
             counts[k].0 as f64 / iters as f64,
             counts[k].1,
         );
@@ -141,18 +143,19 @@ fn eager(a: &EagerArgs) -> tessera_eager::Result<()> {
     for (name, mut case) in cases {
         let timed = time_modes(&mut case, a.iters)?;
         let ms = timed.map(|t| t.0);
-        let programs = timed.map(|t| t.1);
-        let compiles: u64 = timed.iter().map(|t| t.2).sum();
+        let min = timed.map(|t| t.1);
+        let programs = timed.map(|t| t.2);
+        let compiles: u64 = timed.iter().map(|t| t.3).sum();
         let speedup = ms[0] / ms[2];
         if a.json {
             println!(
-                "{{\"case\":\"{name}\",\"strict_ms\":{:.4},\"debug_ms\":{:.4},\"defer_ms\":{:.4},\"compiled_ms\":{:.4},\"defer_speedup\":{:.3},\"strict_programs\":{},\"defer_programs\":{},\"compiles_after_warmup\":{compiles}}}",
-                ms[0], ms[1], ms[2], ms[3], speedup, programs[0], programs[2]
+                "{{\"case\":\"{name}\",\"strict_ms\":{:.4},\"debug_ms\":{:.4},\"defer_ms\":{:.4},\"compiled_ms\":{:.4},\"defer_speedup\":{:.3},\"strict_min_ms\":{:.4},\"defer_min_ms\":{:.4},\"compiled_min_ms\":{:.4},\"strict_programs\":{},\"defer_programs\":{},\"compiles_after_warmup\":{compiles}}}",
+                ms[0], ms[1], ms[2], ms[3], speedup, min[0], min[2], min[3], programs[0], programs[2]
             );
         } else {
             println!(
-                "{name:<20} {:>10.3} {:>10.3} {:>10.3} {:>12.3} {:>7.2}x  ({} vs {} program(s) per run, {compiles} compile(s) after warm-up)",
-                ms[0], ms[1], ms[2], ms[3], speedup, programs[0], programs[2]
+                "{name:<20} {:>10.3} {:>10.3} {:>10.3} {:>12.3} {:>7.2}x  (fastest strict {:.3}, defer {:.3}; {} vs {} program(s) per run, {compiles} compile(s) after warm-up)",
+                ms[0], ms[1], ms[2], ms[3], speedup, min[0], min[2], programs[0], programs[2]
             );
         }
     }
