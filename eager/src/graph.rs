@@ -36,6 +36,22 @@ pub(crate) struct Node {
 /// graphs): compile time grows with size, and a loop without sync points must still run.
 pub const MAX_PENDING_OPS: usize = 2048;
 
+thread_local! {
+    static SIZE_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_PENDING_OPS) };
+}
+
+/// Sets this thread's size limit of a pending graph (default [`MAX_PENDING_OPS`]).
+pub fn set_max_pending_ops(n: usize) {
+    SIZE_LIMIT.with(|c| c.set(n.max(1)));
+}
+
+/// The period of the tail of `ids`: the smallest `p` with the last `p` ids equal to the `p`
+/// before them.
+fn tail_period(ids: &[u64]) -> Option<usize> {
+    let n = ids.len();
+    (1..=n / 2).find(|&p| ids[n - p..] == ids[n - 2 * p..n - p])
+}
+
 pub(crate) struct Graph {
     /// Unique per graph (a flush starts a new one), so a stale pending reference is caught.
     pub id: u64,
@@ -205,8 +221,22 @@ impl Graph {
         self.nodes.len()
     }
 
+    /// Whether to cut the graph now (materialization rule "size limit, cut where a repeated
+    /// loop body ends"): past the limit, the graph waits until its length is a whole number
+    /// of the repeating tail's period, so a loop without sync points is cut at the same place
+    /// in its body every time and every cut compiles to the same program. A graph twice the
+    /// limit with no period is cut anyway.
     pub fn is_full(&self) -> bool {
-        self.nodes.len() >= MAX_PENDING_OPS
+        let limit = SIZE_LIMIT.with(|c| c.get());
+        let n = self.nodes.len();
+        if n < limit {
+            return false;
+        }
+        if n >= 2 * limit {
+            return true;
+        }
+        let ids: Vec<u64> = self.nodes.iter().map(|n| n.entry.id).collect();
+        tail_period(&ids).is_some_and(|p| n % p == 0)
     }
 
     /// Appends a node; returns its results as pending values.

@@ -37,7 +37,7 @@ pub mod workloads;
 
 pub use compiled::{compile, CompiledFn};
 pub use error::{EagerError, Result};
-pub use graph::MAX_PENDING_OPS;
+pub use graph::{set_max_pending_ops, MAX_PENDING_OPS};
 pub use methods::{add_out, first_tensor};
 pub use mode::{default_mode, mode, mode_from, set_mode, EagerMode, ModeGuard};
 pub use runtime::{call, sync, Output};
