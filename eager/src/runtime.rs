@@ -256,7 +256,22 @@ impl Runtime {
                 }
             }
         }
-        let (exe, compiled) = entry.executable(&self.client)?;
+        let debug = m == EagerMode::Debug;
+        let args = || {
+            if debug {
+                describe(&types_of(call))
+            } else {
+                String::new()
+            }
+        };
+        let (exe, compiled) = entry.executable(&self.client).map_err(|e| match e {
+            EagerError::Device { op, message, .. } if debug => EagerError::Device {
+                op,
+                args: args(),
+                message,
+            },
+            e => e,
+        })?;
         if compiled {
             count(m, |s| s.compiles += 1);
         }
@@ -267,14 +282,6 @@ impl Runtime {
             s.launches += 1;
             s.execute_nanos += nanos;
         });
-        let debug = m == EagerMode::Debug;
-        let args = || {
-            if debug {
-                describe(&types_of(call))
-            } else {
-                String::new()
-            }
-        };
         let outs = outs.map_err(|e| EagerError::device(&op.full_name(), args(), &e))?;
         if debug {
             for o in &outs {
@@ -325,7 +332,9 @@ impl Runtime {
                 },
             }
         }
-        unreachable!("the loop returns on its second pass")
+        Err(EagerError::Usage(
+            "internal: a tensor stayed pending after its graph ran".into(),
+        ))
     }
 
     /// A new tensor holding `v`.

@@ -104,6 +104,16 @@ fn strict_reports_a_failing_program_at_its_op() {
 }
 
 #[test]
+fn debug_names_the_shapes_of_an_op_that_fails_on_the_device() {
+    let _g = ModeGuard::new(EagerMode::Debug).unwrap();
+    let x = dev(&host(7, &[3, 5]));
+    let e = call("erfinv", vec![(&x).into()], vec![])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("erfinv") && e.contains("self: f32[3, 5]"), "{e}");
+}
+
+#[test]
 fn bad_arguments_are_errors_not_panics() {
     let x = dev(&host(6, &[2, 2]));
     let e = call("aten::no_such_op", vec![(&x).into()], vec![])
