@@ -7,8 +7,8 @@
 //! the host are those of the trace (as with `jax.jit`); pass changing numbers as tensors.
 
 use crate::error::Result;
-use crate::graph::Replay;
 use crate::mode::{mode, set_mode, EagerMode};
+use crate::replay::Replay;
 use crate::runtime::with;
 use crate::stats::FlushReason;
 use crate::tensor::{next_serial, Tensor};

@@ -9,7 +9,7 @@ use crate::error::{EagerError, Result};
 use crate::mode::EagerMode;
 use crate::runtime::{Runtime, Val};
 use crate::stats::{count, FlushReason};
-use crate::tensor::{PendingRef, State, Storage, Tensor};
+use crate::tensor::{PendingRef, State, Storage};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -32,34 +32,14 @@ pub(crate) struct Node {
     pub args: Vec<Src>,
 }
 
-/// A graph is cut once it holds this many ops (TorchTPU's forced split of very large
-/// graphs): compile time grows with size, and a loop without sync points must still run.
-pub const MAX_PENDING_OPS: usize = 2048;
-
-thread_local! {
-    static SIZE_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_PENDING_OPS) };
-}
-
-/// Sets this thread's size limit of a pending graph (default [`MAX_PENDING_OPS`]).
-pub fn set_max_pending_ops(n: usize) {
-    SIZE_LIMIT.with(|c| c.set(n.max(1)));
-}
-
-/// The period of the tail of `ids`: the smallest `p` with the last `p` ids equal to the `p`
-/// before them.
-fn tail_period(ids: &[u64]) -> Option<usize> {
-    let n = ids.len();
-    (1..=n / 2).find(|&p| ids[n - p..] == ids[n - 2 * p..n - p])
-}
-
 pub(crate) struct Graph {
     /// Unique per graph (a flush starts a new one), so a stale pending reference is caught.
     pub id: u64,
-    inputs: Vec<Arc<Buffer>>,
+    pub(crate) inputs: Vec<Arc<Buffer>>,
     /// The storage each input was read from (None: a view's base was read through ops).
-    input_from: Vec<Option<Weak<Storage>>>,
+    pub(crate) input_from: Vec<Option<Weak<Storage>>>,
     input_at: HashMap<usize, u32>,
-    nodes: Vec<Node>,
+    pub(crate) nodes: Vec<Node>,
     /// Storages that took a pending result; at a flush, those still alive and still holding
     /// it make that result an output.
     holders: Vec<(PendingRef, Weak<Storage>)>,
@@ -68,127 +48,11 @@ pub(crate) struct Graph {
 }
 
 /// A graph that ran, with its live results and their buffers.
-struct Flushed {
-    graph: Graph,
-    live: Vec<(u32, u32)>,
-    holders: Vec<(PendingRef, Arc<Storage>)>,
-    exe: Arc<Executable>,
-}
-
-/// Where a replayed program's input comes from.
-enum Source {
-    /// The function's argument.
-    Arg(usize),
-    /// The current value of a tensor the function captured (weights updated in place).
-    Captured(Arc<Storage>),
-    /// A value made during the trace (an uploaded constant).
-    Const(Arc<Buffer>),
-}
-
-/// A tensor a replay writes.
-enum Target {
-    Arg(usize),
-    Captured(Arc<Storage>),
-}
-
-impl Target {
-    fn storage<'a>(&'a self, args: &'a [Tensor]) -> &'a Arc<Storage> {
-        match self {
-            Target::Arg(i) => &args[*i].storage,
-            Target::Captured(s) => s,
-        }
-    }
-}
-
-/// A compiled function's program and how to feed and unpack it.
-pub(crate) struct Replay {
-    exe: Arc<Executable>,
-    pub arg_types: Vec<TensorType>,
-    sources: Vec<Source>,
-    /// Per returned tensor: its position among the outputs, its type.
-    outs: Vec<(usize, TensorType)>,
-    /// Tensors that existed before the trace and that it wrote: output position, which,
-    /// type.
-    writes: Vec<(usize, Target, TensorType)>,
-    ops: Vec<&'static tessera_ops::OpSchema>,
-}
-
-impl Replay {
-    /// Runs the program on `args` (no recording); None when a captured tensor's type changed
-    /// since the trace (then the caller traces again).
-    pub(crate) fn run(&self, rt: &mut Runtime, args: &[Tensor]) -> Result<Option<Vec<Tensor>>> {
-        let mut bufs = Vec::with_capacity(self.sources.len());
-        for src in &self.sources {
-            let (ty, state) = match src {
-                Source::Arg(i) => {
-                    let c = args[*i].storage.lock();
-                    (c.ty.clone(), c.state.clone())
-                }
-                Source::Captured(s) => {
-                    let c = s.lock();
-                    (c.ty.clone(), c.state.clone())
-                }
-                Source::Const(b) => {
-                    bufs.push(b.clone());
-                    continue;
-                }
-            };
-            match state {
-                State::Ready { buf, .. } if buf.shape() == ty.shape.as_slice() => bufs.push(buf),
-                State::Failed { op, message } => return Err(EagerError::Failed { op, message }),
-                _ => return Ok(None),
-            }
-        }
-        if self
-            .writes
-            .iter()
-            .any(|(_, t, ty)| t.storage(args).lock().ty != *ty)
-        {
-            return Ok(None);
-        }
-        let refs: Vec<&Buffer> = bufs.iter().map(|b| &**b).collect();
-        let start = Instant::now();
-        let outs = self.exe.execute(&refs);
-        let nanos = start.elapsed().as_nanos() as u64;
-        count(EagerMode::Compiled, |s| {
-            s.launches += 1;
-            s.cache_hits += 1;
-            s.execute_nanos += nanos;
-        });
-        let outs: Vec<Arc<Buffer>> = outs
-            .map_err(|e| EagerError::Device {
-                op: format!("a compiled function of {} op(s)", self.ops.len()),
-                args: String::new(),
-                message: e.to_string(),
-            })?
-            .into_iter()
-            .map(Arc::new)
-            .collect();
-        let last = self.ops.last().copied();
-        for (at, t, ty) in &self.writes {
-            let mut c = t.storage(args).lock();
-            c.ty = ty.clone();
-            c.state = State::Ready {
-                buf: outs[*at].clone(),
-                op: last,
-            };
-        }
-        Ok(Some(
-            self.outs
-                .iter()
-                .map(|(at, ty)| {
-                    Tensor::from_state(
-                        ty.clone(),
-                        State::Ready {
-                            buf: outs[*at].clone(),
-                            op: last,
-                        },
-                        rt.kind,
-                    )
-                })
-                .collect(),
-        ))
-    }
+pub(crate) struct Flushed {
+    pub graph: Graph,
+    pub live: Vec<(u32, u32)>,
+    pub holders: Vec<(PendingRef, Arc<Storage>)>,
+    pub exe: Arc<Executable>,
 }
 
 /// One compiled fused program.
@@ -221,22 +85,10 @@ impl Graph {
         self.nodes.len()
     }
 
-    /// Whether to cut the graph now (materialization rule "size limit, cut where a repeated
-    /// loop body ends"): past the limit, the graph waits until its length is a whole number
-    /// of the repeating tail's period, so a loop without sync points is cut at the same place
-    /// in its body every time and every cut compiles to the same program. A graph twice the
-    /// limit with no period is cut anyway.
+    /// Whether the size-limit rule cuts the graph now ([`crate::rules::size_limit_reached`]).
     pub fn is_full(&self) -> bool {
-        let limit = SIZE_LIMIT.with(|c| c.get());
         let n = self.nodes.len();
-        if n < limit {
-            return false;
-        }
-        if n >= 2 * limit {
-            return true;
-        }
-        let ids: Vec<u64> = self.nodes.iter().map(|n| n.entry.id).collect();
-        tail_period(&ids).is_some_and(|p| n % p == 0)
+        crate::rules::size_limit_reached(n, || self.nodes.iter().map(|n| n.entry.id).collect())
     }
 
     /// Appends a node; returns its results as pending values.
@@ -311,35 +163,8 @@ fn key_of(g: &Graph, live: &[(u32, u32)]) -> Vec<u64> {
     k
 }
 
-/// Elementwise ops whose fused code is slower on XLA CPU than their own kernels: a chain of
-/// 50 `tanh` on 256x256 f32 took 15 ms as one program and 3.6 ms as one program per op
-/// (strict: 4.8 ms); 50 `sin`, 58 ms vs 18 ms; fusing 50 `mul`s instead gained 10x. The
-/// loss grows with the fused chain (cut every 5: 6 ms, every 10: 9 ms).
-const SLOW_FUSED_ON_CPU: [&str; 10] = [
-    "tanh", "sin", "cos", "tan", "exp", "log", "sigmoid", "erf", "asin", "atan",
-];
-
-/// Tensors smaller than this run transcendental ops fast enough fused (the launch saved
-/// matters more).
-const SLOW_FUSED_MIN_ELEMENTS: usize = 16384;
-
-/// Materialization rule: whether the graph is cut right after this op (a transcendental
-/// elementwise op on a large tensor, on the CPU plugin).
-pub(crate) fn cut_after(entry: &OpEntry, device: DeviceKind) -> bool {
-    device == DeviceKind::Cpu
-        && SLOW_FUSED_ON_CPU.contains(&entry.op().name)
-        && entry
-            .results
-            .first()
-            .is_some_and(|t| t.num_elements() >= SLOW_FUSED_MIN_ELEMENTS)
-}
-
 /// Lowers every node of `g` into one function returning the `live` results.
-fn build_module(
-    g: &Graph,
-    live: &[(u32, u32)],
-    device: tessera_runtime::DeviceKind,
-) -> Result<String> {
+fn build_module(g: &Graph, live: &[(u32, u32)], device: DeviceKind) -> Result<String> {
     let mut cx = Lower {
         f: FuncBuilder::new("main"),
         seed: 0,
@@ -386,7 +211,7 @@ impl Runtime {
 
     /// Runs the pending graph; returns it with its live results, their buffers and the
     /// program (None when nothing was pending or live).
-    fn flush_graph(&mut self, reason: FlushReason) -> Result<Option<Flushed>> {
+    pub(crate) fn flush_graph(&mut self, reason: FlushReason) -> Result<Option<Flushed>> {
         if self.graph.len() == 0 {
             return Ok(None);
         }
@@ -432,71 +257,6 @@ impl Runtime {
                 Err(e)
             }
         }
-    }
-
-    /// Runs a compiled function's trace (the pending graph) and makes its replay plan:
-    /// `args` are the function's inputs, `returns` its results, `since` the first storage
-    /// serial of the trace (older storages the trace wrote are written again by each replay).
-    /// None when the trace cannot be replayed as one program (a result that is not computed
-    /// by it, a view argument).
-    pub(crate) fn flush_traced(
-        &mut self,
-        args: &[Tensor],
-        returns: &[Tensor],
-        since: u64,
-    ) -> Result<Option<Replay>> {
-        let Some(f) = self.flush_graph(FlushReason::Compiled)? else {
-            return Ok(None);
-        };
-        if args.iter().chain(returns).any(|t| t.is_view()) {
-            return Ok(None);
-        }
-        let position = |s: &Arc<Storage>| {
-            f.holders
-                .iter()
-                .find(|(_, h)| Arc::ptr_eq(h, s))
-                .and_then(|(r, _)| f.live.binary_search(&(r.node, r.out)).ok())
-        };
-        let mut outs = Vec::new();
-        for t in returns {
-            let Some(at) = position(&t.storage) else {
-                return Ok(None);
-            };
-            outs.push((at, t.ty()));
-        }
-        let mut writes = Vec::new();
-        for (r, s) in &f.holders {
-            let is_return = returns.iter().any(|t| Arc::ptr_eq(&t.storage, s));
-            if s.serial < since && !is_return {
-                let at = f.live.binary_search(&(r.node, r.out)).expect("live");
-                let target = match args.iter().position(|a| Arc::ptr_eq(&a.storage, s)) {
-                    Some(i) => Target::Arg(i),
-                    None => Target::Captured(s.clone()),
-                };
-                writes.push((at, target, s.lock().ty.clone()));
-            }
-        }
-        let mut sources = Vec::new();
-        for (b, from) in f.graph.inputs.iter().zip(&f.graph.input_from) {
-            let from = from.as_ref().and_then(Weak::upgrade);
-            let arg = from
-                .as_ref()
-                .and_then(|s| args.iter().position(|a| Arc::ptr_eq(&a.storage, s)));
-            sources.push(match (arg, from) {
-                (Some(i), _) => Source::Arg(i),
-                (None, Some(s)) if s.serial < since => Source::Captured(s),
-                _ => Source::Const(b.clone()),
-            });
-        }
-        let ops = f.graph.nodes.iter().map(|n| n.entry.op()).collect();
-        Ok(Some(Replay {
-            exe: f.exe,
-            arg_types: args.iter().map(Tensor::ty).collect(),
-            sources,
-            outs,
-            writes,
-            ops,
-        }))
     }
 
     fn run_fused(

@@ -230,7 +230,7 @@ impl Runtime {
         let outs = self.outputs(&entry, &bound, results)?;
         if m.defers() && self.graph.is_full() {
             self.flush(FlushReason::SizeLimit)?;
-        } else if m == EagerMode::DeferAndFuse && crate::graph::cut_after(&entry, self.kind) {
+        } else if m == EagerMode::DeferAndFuse && crate::rules::cut_after(&entry, self.kind) {
             self.flush(FlushReason::SlowFused)?;
         }
         Ok(outs)
