@@ -2,6 +2,7 @@
 //!
 //! This facade re-exports the crates users need and hosts the `tessera` CLI.
 
+pub use tessera_eager as eager;
 pub use tessera_lowering as lowering;
 pub use tessera_ops as ops;
 pub use tessera_runtime as runtime;

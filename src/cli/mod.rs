@@ -1,6 +1,7 @@
 //! The `tessera` CLI (clap). Each subcommand lives in its own module.
 
 mod aot;
+mod bench;
 mod demo;
 mod devices;
 mod inputs;
@@ -54,6 +55,11 @@ enum Command {
         #[command(subcommand)]
         action: ops::OpsAction,
     },
+    /// Benchmarks (`bench eager`: the eager modes side by side).
+    Bench {
+        #[command(subcommand)]
+        action: bench::BenchAction,
+    },
     /// Run a kernel on random inputs, compare to its float64 reference, print the max error
     /// (exit code 1 on mismatch).
     Check(kernels::CheckArgs),
@@ -72,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Aot(args) => aot::run(&args),
         Command::Tune(args) => tune::run(&args),
         Command::Ops { action } => ops::run(action),
+        Command::Bench { action } => bench::run(action),
     };
     if cli.stats {
         print_stats();
@@ -100,6 +107,10 @@ pub enum CliError {
 }
 
 fn print_stats() {
+    let eager = tessera_eager::stats();
+    if eager != Default::default() {
+        eprint!("{eager}");
+    }
     if let Ok(d) = tessera_runtime::Device::from_env() {
         if let Ok(c) = d.client() {
             let s = c.cache_stats();

@@ -1,0 +1,60 @@
+//! Errors of the eager runtime. Every error names the op it comes from; Debug mode and
+//! record-time errors also give the op's argument shapes and dtypes.
+
+use tessera_ops::OpError;
+use tessera_runtime::RuntimeError;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EagerError {
+    /// Binding, dispatching or lowering refused the call (bad shapes, dtypes, arguments).
+    #[error("{source} (arguments: {args})")]
+    Op {
+        /// The call's tensors as `f32[2, 3]`, in argument order.
+        args: String,
+        #[source]
+        source: std::sync::Arc<OpError>,
+    },
+    /// Launching or running the op's program on the device failed.
+    #[error("`aten::{op}` failed on the device{}: {message}", fmt_args(.args))]
+    Device {
+        op: String,
+        /// The argument types where known (Debug mode), else empty.
+        args: String,
+        message: String,
+    },
+    /// A tensor was read whose producing op failed (earlier, or in a flush that failed).
+    #[error("this tensor has no value: it is the result of `aten::{op}`, which failed: {message}")]
+    Failed { op: String, message: String },
+    /// The eager runtime could not start (no device, no plugin).
+    #[error("eager runtime: {0}")]
+    Runtime(String),
+    /// A call the eager runtime cannot make (yet), or a misuse of its API.
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn fmt_args(args: &str) -> String {
+    if args.is_empty() {
+        String::new()
+    } else {
+        format!(" (arguments: {args})")
+    }
+}
+
+impl EagerError {
+    pub(crate) fn op(args: String, e: OpError) -> Self {
+        EagerError::Op {
+            args,
+            source: std::sync::Arc::new(e),
+        }
+    }
+    pub(crate) fn device(op: &str, args: String, e: &RuntimeError) -> Self {
+        EagerError::Device {
+            op: op.to_string(),
+            args,
+            message: e.to_string(),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, EagerError>;

@@ -1,0 +1,64 @@
+//! Materialization rules of DeferAndFuse: where the pending graph is cut. Each is small and
+//! tested on its own (`eager/tests/rules_tests.rs`).
+
+use crate::cache::OpEntry;
+use tessera_runtime::DeviceKind;
+
+/// A graph is cut once it holds this many ops (TorchTPU's forced split of very large
+/// graphs): compile time grows with size, and a loop without sync points must still run.
+pub const MAX_PENDING_OPS: usize = 2048;
+
+thread_local! {
+    static SIZE_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_PENDING_OPS) };
+}
+
+/// Sets this thread's size limit of a pending graph (default [`MAX_PENDING_OPS`]).
+pub fn set_max_pending_ops(n: usize) {
+    SIZE_LIMIT.with(|c| c.set(n.max(1)));
+}
+
+/// The period of the tail of `ids`: the smallest `p` with the last `p` ids equal to the `p`
+/// before them.
+fn tail_period(ids: &[u64]) -> Option<usize> {
+    let n = ids.len();
+    (1..=n / 2).find(|&p| ids[n - p..] == ids[n - 2 * p..n - p])
+}
+
+/// Whether a graph of `n` ops is cut now (rule "size limit, cut where a repeated loop body
+/// ends"): past the limit, the graph waits until its length is a whole number of the
+/// repeating tail's period (`ids`: the graph's op entries), so a loop without sync points is
+/// cut at the same place in its body every time and every cut compiles to the same program.
+/// A graph twice the limit with no period is cut anyway.
+pub(crate) fn size_limit_reached(n: usize, ids: impl FnOnce() -> Vec<u64>) -> bool {
+    let limit = SIZE_LIMIT.with(|c| c.get());
+    if n < limit {
+        return false;
+    }
+    if n >= 2 * limit {
+        return true;
+    }
+    tail_period(&ids()).is_some_and(|p| n % p == 0)
+}
+
+/// Elementwise ops whose fused code is slower on XLA CPU than their own kernels: a chain of
+/// 50 `tanh` on 256x256 f32 took 15 ms as one program and 3.6 ms as one program per op
+/// (strict: 4.8 ms); 50 `sin`, 58 ms vs 18 ms; fusing 50 `mul`s instead gained 10x. The
+/// loss grows with the fused chain (cut every 5: 6 ms, every 10: 9 ms).
+const SLOW_FUSED_ON_CPU: [&str; 10] = [
+    "tanh", "sin", "cos", "tan", "exp", "log", "sigmoid", "erf", "asin", "atan",
+];
+
+/// Tensors smaller than this run transcendental ops fast enough fused (the launch saved
+/// matters more).
+const SLOW_FUSED_MIN_ELEMENTS: usize = 16384;
+
+/// Materialization rule: whether the graph is cut right after this op (a transcendental
+/// elementwise op on a large tensor, on the CPU plugin).
+pub(crate) fn cut_after(entry: &OpEntry, device: DeviceKind) -> bool {
+    device == DeviceKind::Cpu
+        && SLOW_FUSED_ON_CPU.contains(&entry.op().name)
+        && entry
+            .results
+            .first()
+            .is_some_and(|t| t.num_elements() >= SLOW_FUSED_MIN_ELEMENTS)
+}

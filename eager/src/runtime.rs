@@ -1,0 +1,487 @@
+//! The per-thread eager runtime: the device, this thread's pending graph, and the call path
+//! every op takes (lift scalars -> cached lowering -> launch or record -> outputs and writes).
+
+use crate::cache::{build_entry, key_of, lookup, OpEntry, OutKind};
+use crate::error::{EagerError, Result};
+use crate::graph::Graph;
+use crate::mode::{mode, EagerMode};
+use crate::stats::{count, FlushReason};
+use crate::tensor::{op_name, PendingRef, State, Tensor};
+use crate::{scalars, view};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+use tessera_lowering::stablehlo::TensorType;
+use tessera_lowering::{DType, HostTensor};
+use tessera_ops::bind::Bound;
+use tessera_ops::{ArgValue, CallOptions, OpSchema};
+use tessera_runtime::{AlignedBytes, Buffer, Client, Device, DeviceKind};
+
+/// One result of an op call, per schema return.
+#[derive(Clone, Debug)]
+pub enum Output {
+    Tensor(Tensor),
+    Tensors(Vec<Tensor>),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl Output {
+    /// The tensor of a `Tensor` result.
+    pub fn tensor(self) -> Result<Tensor> {
+        match self {
+            Output::Tensor(t) => Ok(t),
+            other => Err(EagerError::Usage(format!(
+                "expected a Tensor result, got {other:?}"
+            ))),
+        }
+    }
+}
+
+/// A value an op reads: a device buffer or a pending result of this thread's graph.
+#[derive(Clone)]
+pub(crate) enum Val {
+    Buf(Arc<Buffer>),
+    Pending(PendingRef),
+}
+
+pub(crate) struct Runtime {
+    pub kind: DeviceKind,
+    pub client: Client,
+    pub graph: Graph,
+    /// Device copies of recent scalar arguments (`alpha`, `0.5`), keyed by dtype and bits.
+    scalars: HashMap<(DType, u64), Arc<Buffer>>,
+}
+
+/// The process's eager device: `TESSERA_DEVICE` (default cpu).
+fn device() -> Result<Device> {
+    static DEVICE: OnceLock<std::result::Result<Device, String>> = OnceLock::new();
+    DEVICE
+        .get_or_init(|| Device::from_env().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(EagerError::Runtime)
+}
+
+thread_local! {
+    static RT: RefCell<Option<Runtime>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's runtime (started on first use).
+pub(crate) fn with<R>(f: impl FnOnce(&mut Runtime) -> Result<R>) -> Result<R> {
+    RT.with(|cell| {
+        let mut slot = cell.try_borrow_mut().map_err(|_| {
+            EagerError::Usage("the eager runtime was re-entered from inside an op call".into())
+        })?;
+        if slot.is_none() {
+            let d = device()?;
+            let client = d.client().map_err(|e| EagerError::Runtime(e.to_string()))?;
+            *slot = Some(Runtime {
+                kind: d.kind(),
+                client: client.clone(),
+                graph: Graph::new(),
+                scalars: HashMap::new(),
+            });
+        }
+        f(slot.as_mut().expect("started above"))
+    })
+}
+
+/// `f32[2, 3]` per tensor argument, for error messages.
+pub(crate) fn describe(b: &Bound<TensorType>) -> String {
+    let mut parts = Vec::new();
+    for (a, v) in b.schema.args.iter().zip(&b.values) {
+        let ts = v.tensors();
+        if ts.is_empty() {
+            continue;
+        }
+        let tys: Vec<String> = ts
+            .iter()
+            .map(|t| format!("{}{:?}", t.dtype, t.shape))
+            .collect();
+        parts.push(format!("{}: {}", a.name, tys.join(", ")));
+    }
+    if parts.is_empty() {
+        "no tensors".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+pub(crate) fn types_of(b: &Bound<Tensor>) -> Bound<TensorType> {
+    Bound {
+        schema: b.schema,
+        values: b
+            .values
+            .iter()
+            .map(|v| {
+                v.try_map(&mut |t: &Tensor| Ok::<_, ()>(t.ty()))
+                    .expect("typing cannot fail")
+            })
+            .collect(),
+    }
+}
+
+impl Runtime {
+    pub(crate) fn upload(&mut self, t: &HostTensor) -> Result<Tensor> {
+        let bytes = Arc::new(AlignedBytes::from_slice(t.bytes()));
+        let buf = self
+            .client
+            .upload_shared(t.dtype(), t.shape(), bytes)
+            .map_err(|e| EagerError::device("upload", String::new(), &e))?;
+        count(mode(), |s| s.bytes_to_device += t.bytes().len() as u64);
+        Ok(Tensor::from_state(
+            TensorType::new(t.shape(), t.dtype()),
+            State::Ready {
+                buf: Arc::new(buf),
+                op: None,
+            },
+            self.kind,
+        ))
+    }
+
+    /// A rank-0 device tensor holding `v` (cached: the same number is uploaded once).
+    pub(crate) fn scalar_tensor(&mut self, dtype: DType, v: f64) -> Result<Tensor> {
+        let key = (dtype, v.to_bits());
+        let buf = match self.scalars.get(&key) {
+            Some(b) => b.clone(),
+            None => {
+                let h = HostTensor::from_f64(dtype, vec![], &[v]);
+                let bytes = Arc::new(AlignedBytes::from_slice(h.bytes()));
+                let b = self
+                    .client
+                    .upload_shared(dtype, &[], bytes)
+                    .map_err(|e| EagerError::device("upload", String::new(), &e))?;
+                count(mode(), |s| s.bytes_to_device += h.bytes().len() as u64);
+                // A changing learning rate would grow this without bound: keep the last few.
+                if self.scalars.len() >= 256 {
+                    self.scalars.clear();
+                }
+                let b = Arc::new(b);
+                self.scalars.insert(key, b.clone());
+                b
+            }
+        };
+        Ok(Tensor::from_state(
+            TensorType::scalar(dtype),
+            State::Ready { buf, op: None },
+            self.kind,
+        ))
+    }
+
+    /// Calls `op` with positional tensors/values (internal helper for rewrites and views).
+    pub(crate) fn call_op(
+        &mut self,
+        op: &str,
+        args: Vec<ArgValue<Tensor>>,
+        view_ok: bool,
+    ) -> Result<Tensor> {
+        let schema =
+            tessera_ops::find(op).ok_or_else(|| EagerError::Usage(format!("unknown op `{op}`")))?;
+        let bound = tessera_ops::bind(schema, args, Vec::new())
+            .map_err(|e| EagerError::op(String::new(), e))?;
+        let mut outs = self.call(bound, view_ok)?;
+        outs.swap_remove(0).tensor()
+    }
+
+    /// The one path of every op call. `view_ok`: a view op returns a view of its input
+    /// (false when a view is being materialized or written back).
+    pub(crate) fn call(&mut self, bound: Bound<Tensor>, view_ok: bool) -> Result<Vec<Output>> {
+        let m = mode();
+        count(m, |s| s.ops += 1);
+        let bound = scalars::lift(self, bound)?;
+        let options = CallOptions::default();
+        let key = key_of(&bound, options, |k, t: &Tensor| t.push_type(k));
+        let entry = match lookup(&key) {
+            Some(e) => {
+                count(m, |s| s.cache_hits += 1);
+                e
+            }
+            None => {
+                let types = types_of(&bound);
+                build_entry(key, &types, self.kind, options)
+                    .map_err(|e| EagerError::op(describe(&types), e))?
+            }
+        };
+        if view_ok {
+            if let Some(t) = view::as_view(&entry, &bound)? {
+                return Ok(vec![Output::Tensor(t)]);
+            }
+        }
+        let tensors: Vec<&Tensor> = bound.values.iter().flat_map(|v| v.tensors()).collect();
+        let need = (!m.defers()).then_some(FlushReason::NeedsValue);
+        let mut inputs = Vec::with_capacity(entry.plan.inputs.len());
+        for &i in &entry.plan.inputs {
+            let t = tensors[i];
+            let v = self.value_of(t, need)?.1;
+            // Where a graph input came from (a compiled function's replay reads it again).
+            let from = t.view.is_none().then(|| Arc::downgrade(&t.storage));
+            inputs.push((v, from));
+        }
+        let results = if entry.results.is_empty() {
+            Vec::new()
+        } else if m.defers() {
+            self.graph.record(&entry, inputs, m)
+        } else {
+            let vals: Vec<Val> = inputs.into_iter().map(|(v, _)| v).collect();
+            self.launch(&entry, &vals, m, &bound)?
+        };
+        let outs = self.outputs(&entry, &bound, results)?;
+        if m.defers() && self.graph.is_full() {
+            self.flush(FlushReason::SizeLimit)?;
+        } else if m == EagerMode::DeferAndFuse && crate::rules::cut_after(&entry, self.kind) {
+            self.flush(FlushReason::SlowFused)?;
+        }
+        Ok(outs)
+    }
+
+    /// Runs one op's own program now (Strict: without waiting; Debug: waiting).
+    fn launch(
+        &mut self,
+        entry: &OpEntry,
+        inputs: &[Val],
+        m: EagerMode,
+        call: &Bound<Tensor>,
+    ) -> Result<Vec<Val>> {
+        let op = entry.op();
+        let mut bufs: Vec<&Buffer> = Vec::with_capacity(inputs.len());
+        for v in inputs {
+            match v {
+                Val::Buf(b) => bufs.push(b),
+                Val::Pending(_) => {
+                    return Err(EagerError::Usage(
+                        "internal: a launched op got a pending input".into(),
+                    ))
+                }
+            }
+        }
+        let debug = m == EagerMode::Debug;
+        let args = || {
+            if debug {
+                describe(&types_of(call))
+            } else {
+                String::new()
+            }
+        };
+        let (exe, compiled) = entry.executable(&self.client).map_err(|e| match e {
+            EagerError::Device { op, message, .. } if debug => EagerError::Device {
+                op,
+                args: args(),
+                message,
+            },
+            e => e,
+        })?;
+        if compiled {
+            count(m, |s| s.compiles += 1);
+        }
+        let start = Instant::now();
+        let outs = exe.execute(&bufs);
+        let nanos = start.elapsed().as_nanos() as u64;
+        count(m, |s| {
+            s.launches += 1;
+            s.execute_nanos += nanos;
+        });
+        let outs = outs.map_err(|e| EagerError::device(&op.full_name(), args(), &e))?;
+        if debug {
+            for o in &outs {
+                o.block_until_ready()
+                    .map_err(|e| EagerError::device(&op.full_name(), args(), &e))?;
+            }
+        }
+        Ok(outs.into_iter().map(|b| Val::Buf(Arc::new(b))).collect())
+    }
+
+    /// The type and value of a tensor (a view is computed from its base). `need`: a pending
+    /// value must be a buffer, so the graph runs (for that reason).
+    pub(crate) fn value_of(
+        &mut self,
+        t: &Tensor,
+        need: Option<FlushReason>,
+    ) -> Result<(TensorType, Val, Option<&'static OpSchema>)> {
+        if t.view.is_some() {
+            let base = view::materialize(self, t)?;
+            return self.value_of(&base, need);
+        }
+        for attempt in 0..2 {
+            let (ty, state) = {
+                let c = t.storage.lock();
+                (c.ty.clone(), c.state.clone())
+            };
+            match state {
+                State::Ready { buf, op } => return Ok((ty, Val::Buf(buf), op)),
+                State::Failed { op, message } => return Err(EagerError::Failed { op, message }),
+                State::Pending(r) if r.graph != self.graph.id => {
+                    return Err(EagerError::Usage(
+                        "this tensor is pending in another thread's deferred graph; call \
+                         `tessera_eager::sync()` on that thread first"
+                            .into(),
+                    ))
+                }
+                State::Pending(r) => match need {
+                    Some(reason) if attempt == 0 => {
+                        // A failed flush leaves this tensor Failed or Ready: look again.
+                        let _ = self.flush(reason);
+                    }
+                    Some(_) => {
+                        return Err(EagerError::Usage(
+                            "internal: a flush left a tensor pending".into(),
+                        ))
+                    }
+                    None => return Ok((ty, Val::Pending(r), None)),
+                },
+            }
+        }
+        Err(EagerError::Usage(
+            "internal: a tensor stayed pending after its graph ran".into(),
+        ))
+    }
+
+    /// A new tensor holding `v`.
+    pub(crate) fn wrap(&mut self, ty: TensorType, v: Val, op: &'static OpSchema) -> Tensor {
+        let state = self.state_of(v, Some(op));
+        let t = Tensor::from_state(ty, state, self.kind);
+        self.graph.hold(&t.storage);
+        t
+    }
+
+    fn state_of(&self, v: Val, op: Option<&'static OpSchema>) -> State {
+        match v {
+            Val::Buf(buf) => State::Ready { buf, op },
+            Val::Pending(r) => State::Pending(r),
+        }
+    }
+
+    /// Makes `target` hold `src`'s value (an in-place or `out=` write). Through a view, the
+    /// base is rewritten (`select_scatter`, `slice_scatter`, inverse permutes and reshapes).
+    pub(crate) fn assign(&mut self, target: &Tensor, src: &Tensor) -> Result<()> {
+        if target.view.is_some() {
+            return view::write_back(self, target, src);
+        }
+        if std::sync::Arc::ptr_eq(&target.storage, &src.storage) && src.view.is_none() {
+            return Ok(());
+        }
+        let (ty, state) = if src.view.is_some() {
+            let (ty, v, op) = self.value_of(src, None)?;
+            (ty, self.state_of(v, op))
+        } else {
+            let c = src.storage.lock();
+            (c.ty.clone(), c.state.clone())
+        };
+        {
+            let mut c = target.storage.lock();
+            c.ty = ty;
+            c.state = state;
+        }
+        self.graph.hold(&target.storage);
+        Ok(())
+    }
+
+    /// Turns results into the call's outputs, applying its writes (in-place, `out=`).
+    fn outputs(
+        &mut self,
+        entry: &OpEntry,
+        bound: &Bound<Tensor>,
+        results: Vec<Val>,
+    ) -> Result<Vec<Output>> {
+        let op = entry.op();
+        let mut outs = Vec::with_capacity(entry.outs.len());
+        for kind in &entry.outs {
+            let one = |rt: &mut Runtime, i: usize| {
+                rt.wrap(entry.results[i].clone(), results[i].clone(), op)
+            };
+            outs.push(match kind {
+                OutKind::Tensor(i) => Output::Tensor(one(self, *i)),
+                OutKind::Tensors(is) => Output::Tensors(is.iter().map(|&i| one(self, i)).collect()),
+                OutKind::Prefix { value, count } => {
+                    let (value, count) = (one(self, *value), one(self, *count));
+                    let n = self.to_host(&count, FlushReason::NeedsValue)?.to_f64_vec();
+                    let n = n.first().copied().unwrap_or(0.0) as i64;
+                    let args = vec![
+                        ArgValue::Tensor(value),
+                        ArgValue::Int(0),
+                        ArgValue::Int(0),
+                        ArgValue::Int(n),
+                    ];
+                    Output::Tensor(self.call_op("slice.Tensor", args, false)?)
+                }
+                OutKind::Item(i) => {
+                    let t = one(self, *i);
+                    let h = self.to_host(&t, FlushReason::NeedsValue)?;
+                    match tessera_ops::call::item(&h) {
+                        tessera_ops::Output::Int(i) => Output::Int(i),
+                        tessera_ops::Output::Float(x) => Output::Float(x),
+                        tessera_ops::Output::Bool(b) => Output::Bool(b),
+                        _ => Output::Float(f64::NAN),
+                    }
+                }
+                OutKind::Int(i) => Output::Int(*i),
+                OutKind::Float(x) => Output::Float(*x),
+                OutKind::Bool(b) => Output::Bool(*b),
+            });
+        }
+        for &(arg, out) in &entry.writes {
+            let ArgValue::Tensor(target) = &bound.values[arg] else {
+                continue;
+            };
+            if let Some(Output::Tensor(src)) = outs.get(out) {
+                let src = src.clone();
+                self.assign(target, &src)?;
+                outs[out] = Output::Tensor(target.clone());
+            }
+        }
+        outs.truncate(entry.plan.returns);
+        Ok(outs)
+    }
+
+    /// Copies `t` to the host (running what it waits on).
+    pub(crate) fn to_host(&mut self, t: &Tensor, reason: FlushReason) -> Result<HostTensor> {
+        let (_, v, op) = self.value_of(t, Some(reason))?;
+        let Val::Buf(buf) = v else {
+            return Err(EagerError::Usage(
+                "internal: a read found a pending value".into(),
+            ));
+        };
+        let h = buf
+            .to_host()
+            .map_err(|e| EagerError::device(&op_name(op), String::new(), &e))?;
+        count(mode(), |s| s.bytes_to_host += h.bytes().len() as u64);
+        Ok(h)
+    }
+
+    pub(crate) fn wait(&mut self, t: &Tensor) -> Result<()> {
+        let (_, v, op) = self.value_of(t, Some(FlushReason::HostRead))?;
+        if let Val::Buf(buf) = v {
+            buf.block_until_ready()
+                .map_err(|e| EagerError::device(&op_name(op), String::new(), &e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Calls ATen op `op` (`aten::add.Tensor`, `add.Tensor`, `abs`) on eager tensors, in the
+/// current mode: `call("aten::add.Tensor", vec![x.into(), y.into()], vec![("alpha", 2.into())])`.
+pub fn call(
+    op: &str,
+    args: Vec<ArgValue<Tensor>>,
+    kwargs: Vec<(&str, ArgValue<Tensor>)>,
+) -> Result<Vec<Output>> {
+    let schema = tessera_ops::find(op).ok_or_else(|| {
+        EagerError::op(
+            String::new(),
+            tessera_ops::OpError::UnknownOp { op: op.to_string() },
+        )
+    })?;
+    let kwargs = kwargs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let bound =
+        tessera_ops::bind(schema, args, kwargs).map_err(|e| EagerError::op(String::new(), e))?;
+    with(|rt| rt.call(bound, true))
+}
+
+/// Runs this thread's pending deferred ops now (TorchTPU's `sync`, torch_xla's `mark_step`).
+pub fn sync() -> Result<()> {
+    with(|rt| rt.flush(FlushReason::Explicit))
+}
