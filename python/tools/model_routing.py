@@ -66,10 +66,11 @@ class Route(TorchDispatchMode):
                 before = clone_args((args, kwargs)) if self.compare else None
                 out = tops.call(name, *args, **kwargs)
                 self.ran[name] += 1
-                if self.compare and not writes_args(func, []):
+                if self.compare:
                     # The same call in torch, on the same inputs: which op a model-level
-                    # difference starts at.
-                    m = compare(name, [], func(*before[0], **before[1]), out)
+                    # difference starts at (for calls that write arguments, what they wrote).
+                    expected = func(*before[0], **before[1])
+                    m = compare(name, [], before, (args, kwargs)) if writes_args(func, []) else compare(name, [], expected, out)
                     if m and len(self.differs.setdefault(name, [])) < 2:
                         self.differs[name].append(m[:300])
                 return out
@@ -133,7 +134,7 @@ MODELS = {
     "gpt2": _hf("GPT2Config", "GPT2LMHeadModel", _ids(), vocab_size=99, n_embd=32, n_layer=2, n_head=4),
     "llama": _hf("LlamaConfig", "LlamaForCausalLM", _ids(), num_key_value_heads=2, **SMALL_LM),
     "t5": _hf("T5Config", "T5EncoderModel", _ids(), vocab_size=99, d_model=32, d_kv=8, d_ff=37, num_layers=2,
-              num_heads=4),
+              num_heads=4, dropout_rate=0.0),
     "vit": _hf("ViTConfig", "ViTModel", lambda: torch.randn(2, 3, 32, 32), image_size=32, patch_size=8,
                hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
 }
