@@ -40,6 +40,8 @@ impl Executable {
         module: &str,
         options: &CompileOptions,
     ) -> Result<Executable> {
+        client.check_process()?;
+        crate::mlir_depth::check_nesting(module)?;
         let api = client.plugin.api();
         let start = Instant::now();
         let program = ffi::mlir_program(module);
@@ -136,6 +138,7 @@ impl Executable {
     /// ready asynchronously (`Buffer::to_host` and `block_until_ready` wait). Inputs stay
     /// valid and can be passed again.
     pub fn execute(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
+        self.client.check_process()?;
         self.check_inputs(inputs)?;
         let api = self.client.plugin.api();
         let args: Vec<*mut ffi::PJRT_Buffer> = inputs.iter().map(|b| b.raw()).collect();
@@ -168,6 +171,9 @@ impl Executable {
 
 impl Drop for Executable {
     fn drop(&mut self) {
+        if self.client.plugin.forked() {
+            return; // leaked in a forked child: PJRT cannot run there
+        }
         let mut a: ffi::PJRT_LoadedExecutable_Destroy_Args = ffi::args();
         a.executable = self.raw;
         if let Err(e) = pjrt!(

@@ -50,6 +50,13 @@ pub fn run() -> Result<(), CliError> {
                         .map(|p| p.display().to_string())
                         .unwrap_or_default()
                 );
+                // What was loaded, byte for byte (compare with `sha256sum`).
+                if let Some(path) = d.plugin_path() {
+                    match plugin_store::sha256_file(path) {
+                        Ok(h) => println!("{:<35} sha256 {h}", ""),
+                        Err(e) => println!("{:<35} sha256 unavailable: {e}", ""),
+                    }
+                }
             }
             Err(e) => println!(
                 "{:<7} {:<9} {:<8} {:<8} unavailable: {e}",
