@@ -220,7 +220,7 @@ fn errors_are_clean_and_non_zero() {
             "unknown TPU generation `v99`",
         ),
         (
-            vec!["aot", "add", "--topology", "v5e:17x1"],
+            vec!["aot", "add", "--topology", "v5e:3x1"],
             "PJRT_TopologyDescription_Create",
         ),
     ] {
