@@ -83,11 +83,25 @@ const OUTER_SUM: &str = r#"module @outer {
 fn outputs_and_inputs_larger_than_memory_are_errors_not_aborts() {
     let dir = temp_dir("oom");
     let f = write(&dir, "outer.mlir", OUTER_SUM);
+    // Refused before launching: the signature says 40 GB of outputs.
     let o = tessera(&["run-mlir", &f]);
-    assert_clean_error(
-        &o,
-        "40 GB output",
-        "allocating 40000000000 bytes on the host for f32[100000, 100000] failed",
+    assert_clean_error(&o, "40 GB output", "produces 40000000000 bytes of outputs");
+    // `@main (` hides the signature from Tessera's reader: then the host copy refuses.
+    let hidden = write(&dir, "hidden.mlir", &OUTER_SUM.replace("@main(", "@main ("));
+    let o = tessera(&[
+        "run-mlir",
+        &hidden,
+        "--input",
+        "f32[100000,1]=1",
+        "--input",
+        "f32[1,100000]=2",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("allocating 40000000000 bytes on the host for f32[100000, 100000] failed")
+            || err.contains("PJRT_"),
+        "{err}"
     );
     let o = tessera(&[
         "run-mlir",

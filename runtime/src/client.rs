@@ -213,6 +213,12 @@ impl Client {
             .get_or_compile(module, options, || self.compile(module, options))
     }
 
+    /// `Err(RuntimeError::Forked)` in a child forked after the plugin was loaded (as CUDA
+    /// refuses a forked child): a cheap check for bridges to make before anything else.
+    pub fn check_process(&self) -> Result<()> {
+        self.inner().check_process()
+    }
+
     pub fn cache_stats(&self) -> CacheStats {
         self.inner().cache.stats()
     }

@@ -28,6 +28,10 @@ pub enum RuntimeError {
     #[error("cannot use the PJRT client in a forked subprocess (the plugin was loaded by process {parent}, this is process {child}); use spawn instead of fork to start subprocesses (Python: multiprocessing.set_start_method(\"spawn\")), or make the first Tessera call in the child")]
     Forked { parent: u32, child: u32 },
 
+    /// Outputs of a CPU-plugin launch that host memory cannot hold (checked before launching).
+    #[error("executable `{name}` produces {bytes} bytes of outputs, more than the host can allocate (the CPU device computes in host memory)")]
+    OutputsTooLarge { name: String, bytes: String },
+
     #[error("TPU topology `{topology}` is not valid: {reason}")]
     BadTopology { topology: String, reason: String },
 
