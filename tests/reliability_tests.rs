@@ -208,6 +208,33 @@ fn deep_nesting_and_unbounded_files_are_refused() {
 }
 
 #[test]
+fn tensor_types_of_2_pow_63_bytes_are_refused_before_xla_throws() {
+    // XLA throws a C++ exception through the C API on these: the process aborted.
+    let dir = temp_dir("types");
+    let module = |ty: &str| {
+        format!(
+            "module {{\n func.func public @main() -> tensor<{ty}> {{\n %0 = stablehlo.iota dim = 0 : tensor<{ty}>\n return %0 : tensor<{ty}>\n }}\n}}\n"
+        )
+    };
+    for ty in [
+        "4294967296x4294967296xf32",
+        "2305843009213693952xf32",
+        "99999999999x99999999999xi8",
+    ] {
+        let f = write(&dir, "big.mlir", &module(ty));
+        assert_clean_error(&tessera(&["run-mlir", &f]), ty, "of 2^63 bytes or more");
+    }
+    // One element less than 2^63 bytes: the plugin compiles it, the launch is refused.
+    let ty = "2305843009213693951xf32";
+    let f = write(&dir, "edge.mlir", &module(ty));
+    assert_clean_error(
+        &tessera(&["run-mlir", &f]),
+        ty,
+        "more than the host can allocate",
+    );
+}
+
+#[test]
 fn libtpu_given_as_the_cpu_plugin_is_refused_at_once() {
     let Ok(libtpu) = tessera::runtime::plugin_store::locate(tessera::runtime::DeviceKind::Tpu)
     else {
@@ -325,6 +352,12 @@ fn plugin_install_refuses_a_wheel_whose_hash_is_not_pinned() {
     );
     assert_clean_error(&o, "tampered wheel", "sha256 mismatch");
     assert!(stderr(&o).contains("55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc"));
+    let o = tessera_env(
+        &["plugin", "install", "cpu", "--wheel", "/dev/zero"],
+        &env,
+        Duration::from_secs(60),
+    );
+    assert_clean_error(&o, "/dev/zero wheel", "is not a wheel file");
     assert!(
         !cache.join("plugins/cpu/xla_cpu_pjrt.so").exists(),
         "nothing unpacked"

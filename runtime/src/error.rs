@@ -36,13 +36,18 @@ pub enum RuntimeError {
     BadTopology { topology: String, reason: String },
 
     /// MLIR text nested deeper than the plugins' recursive parsers can take on a thread's
-    /// stack (see `mlir_depth::MAX_NESTING`).
+    /// stack (see `mlir_check::MAX_NESTING`).
     #[error("MLIR text nests {{, (, [ and < {depth} deep at line {line}, more than the {limit} levels Tessera hands to a PJRT plugin (deeper text overflows the plugin parser's stack)")]
     MlirTooDeep {
         depth: usize,
         limit: usize,
         line: usize,
     },
+
+    /// A static tensor type of 2^63 bytes or more: XLA throws a C++ exception on it, which
+    /// aborts the process, so it is refused before the plugin parses the text.
+    #[error("MLIR text at line {line} has the type {ty}, of 2^63 bytes or more: larger than any device can address")]
+    MlirTensorTooLarge { ty: String, line: usize },
 
     #[error("{var}=`{value}`: {reason}")]
     BadEnv {

@@ -41,7 +41,7 @@ impl Executable {
         options: &CompileOptions,
     ) -> Result<Executable> {
         client.check_process()?;
-        crate::mlir_depth::check_nesting(module)?;
+        crate::mlir_check::check_before_parse(module)?;
         let api = client.plugin.api();
         let start = Instant::now();
         let program = ffi::mlir_program(module);

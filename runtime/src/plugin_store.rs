@@ -158,6 +158,9 @@ pub fn list() -> Vec<PluginEntry> {
         .collect()
 }
 
+/// The largest wheel `verify_wheel` hashes (the pinned ones: 63 MB and 137 MB).
+const MAX_WHEEL_BYTES: u64 = 4 << 30;
+
 /// The sha256 of a file, in lowercase hex (streamed: plugins are hundreds of MB).
 pub fn sha256_file(path: &Path) -> io::Result<String> {
     use sha2::{Digest, Sha256};
@@ -199,6 +202,15 @@ pub fn verify_wheel(kind: DeviceKind, wheel: &Path) -> Result<()> {
     };
     let pkg = package_for(kind).ok_or_else(|| err("this device kind has no PJRT plugin".into()))?;
     let pin = pinned(pkg).map_err(err)?;
+    // Hash only a regular file of plausible size: `/dev/zero` would be read forever.
+    let meta = fs::metadata(wheel)
+        .map_err(|e| RuntimeError::io(format!("reading {}", wheel.display()), e))?;
+    if !meta.is_file() || meta.len() > MAX_WHEEL_BYTES {
+        return Err(err(format!(
+            "{} is not a wheel file (a regular file of at most {MAX_WHEEL_BYTES} bytes)",
+            wheel.display()
+        )));
+    }
     let got = sha256_file(wheel)
         .map_err(|e| RuntimeError::io(format!("hashing {}", wheel.display()), e))?;
     if got != pin.sha256 {
@@ -349,6 +361,10 @@ mod tests {
         assert!(err.contains("55837b6b7b47daa7"), "{err}");
         let err = verify_wheel(DeviceKind::Cuda, &f).unwrap_err().to_string();
         assert!(err.contains("no verified wheel"), "{err}");
+        let err = verify_wheel(DeviceKind::Cpu, Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is not a wheel file"), "{err}");
     }
 
     #[test]

@@ -166,7 +166,7 @@ impl TpuTarget {
     /// libtpu's diagnostics come back verbatim in `RuntimeError::Pjrt`.
     pub fn compile(&self, module: &str, options: &CompileOptions) -> Result<AotCompiled> {
         self.plugin.check_process()?;
-        crate::mlir_depth::check_nesting(module)?;
+        crate::mlir_check::check_before_parse(module)?;
         let api = self.plugin.api();
         let start = Instant::now();
         let program = ffi::mlir_program(module);
