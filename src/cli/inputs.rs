@@ -135,12 +135,14 @@ impl std::str::FromStr for InputSpec {
             "zeros" => Fill::Value(Number::Int(0)),
             "ones" => Fill::Value(Number::Int(1)),
             "iota" => Fill::Iota,
-            v if v.contains(',') || v.starts_with('[') => Fill::List(
-                v.trim_matches(|c| c == '[' || c == ']')
-                    .split(',')
-                    .map(number)
-                    .collect::<Result<_, _>>()?,
-            ),
+            v if v.contains(',') || v.starts_with('[') || v.ends_with(']') => {
+                let inner = match (v.strip_prefix('['), v.strip_suffix(']')) {
+                    (Some(_), Some(_)) => &v[1..v.len() - 1],
+                    (None, None) => v,
+                    _ => return Err(bad("unbalanced [ ] around the list")),
+                };
+                Fill::List(inner.split(',').map(number).collect::<Result<_, _>>()?)
+            }
             v => Fill::Value(Number::parse(v).ok_or_else(|| {
                 bad(&format!(
                     "`{v}` is not random, zeros, ones, iota, a number or a list"
