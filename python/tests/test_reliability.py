@@ -85,13 +85,15 @@ def test_a_truncated_plugin_is_a_device_error_not_a_sigbus(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "call",
+    "call, size",
     [
-        "tessera.ops.call('aten::randn', [100000, 100000])",
-        "tessera.ops.call('add.Tensor', torch.ones(100000, 1), torch.ones(1, 100000))",
+        ("tessera.ops.call('aten::randn', [100000, 100000])", "40000000000 bytes"),
+        ("tessera.ops.call('add.Tensor', torch.ones(100000, 1), torch.ones(1, 100000))", "40000000000 bytes"),
+        ("tessera.ops.call('mm', torch.ones(100000, 1), torch.ones(1, 100000))", "40000000000 bytes"),
+        ("tessera.ops.call('aten::randperm', 2**40)", "8796093022208 bytes"),
     ],
 )
-def test_outputs_larger_than_memory_are_errors_not_aborts(call):
+def test_outputs_larger_than_memory_are_errors_not_aborts(call, size):
     r = _python(_CATCH.format(call=call))
     assert r.returncode == 0, f"{call}: exit {r.returncode}\n{r.stderr[-2000:]}"
-    assert "40000000000 bytes" in r.stdout, r.stdout
+    assert r.stdout.startswith("DeviceError:") and size in r.stdout, r.stdout
