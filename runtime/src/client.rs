@@ -196,8 +196,9 @@ impl Client {
         &self.inner().devices
     }
 
-    /// Compiles StableHLO text (no cache). Text nested deeper than
-    /// [`crate::MAX_MLIR_NESTING`] is refused before the plugin parses it.
+    /// Compiles StableHLO text (no cache). Text the plugin would die on (nested deeper than
+    /// [`crate::MAX_MLIR_NESTING`], tensor types of 2^63 bytes or more) is refused before
+    /// the plugin parses it.
     pub fn compile(&self, module: &str, options: &CompileOptions) -> Result<Executable> {
         Executable::compile(self.inner(), module, options)
     }
