@@ -323,6 +323,12 @@ fn devices_shows_the_sha256_of_the_loaded_plugin() {
         .trim()
         .strip_prefix("sha256 ")
         .unwrap_or_else(|| panic!("no sha256 line after the cpu line: {text}"));
+    // Marked against the pinned wheel's plugin (a TESSERA_PJRT_PLUGIN_CPU of another
+    // version is legal, so either mark).
+    let shown = shown
+        .strip_suffix(" (the pinned plugin)")
+        .or_else(|| shown.strip_suffix(" (not the pinned plugin)"))
+        .unwrap_or_else(|| panic!("no pinned/not pinned mark: {shown}"));
     // An independent oracle: coreutils' sha256sum of the same file.
     let path = lines[at].split_whitespace().last().unwrap();
     let Ok(sum) = Command::new("sha256sum").arg(path).output() else {

@@ -27,6 +27,8 @@ pub struct PinnedWheel {
     pub abi: &'static str,
     /// Lowercase hex.
     pub sha256: &'static str,
+    /// The sha256 of the plugin file inside it (what `tessera devices` compares with).
+    pub plugin_sha256: &'static str,
 }
 
 /// What PyPI package carries a kind's plugin, and where in the wheel.
@@ -55,6 +57,7 @@ pub const PACKAGES: [PluginPackage; 3] = [
             implementation: "cp",
             abi: "cp311",
             sha256: "55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc",
+            plugin_sha256: "88c3f28c5900f48ad4a82cab9e79bba9537809743395e341485f8794268820dc",
         }),
         file_in_wheel: "xla_cpu_pjrt/xla_cpu_pjrt.so",
         extras: &["xla_cpu_pjrt/include/pjrt_c_api.h"],
@@ -69,6 +72,7 @@ pub const PACKAGES: [PluginPackage; 3] = [
             implementation: "cp",
             abi: "cp311",
             sha256: "f5e2e596eaea9357fbb5a6755a7a9007c6ab75bfde4a55191b03eff402971140",
+            plugin_sha256: "f86de4d04a058e6b5101f73e0824b95f27e2cec996d2b9191d9cffda75c03077",
         }),
         file_in_wheel: "libtpu/libtpu.so",
         extras: &[],
@@ -192,6 +196,12 @@ fn pinned(pkg: &PluginPackage) -> std::result::Result<PinnedWheel, String> {
         ));
     }
     Ok(wheel)
+}
+
+/// Whether a plugin file hash is the pinned plugin of `kind` (`None`: nothing is pinned).
+pub fn is_pinned_plugin(kind: DeviceKind, sha256: &str) -> Option<bool> {
+    let wheel = package_for(kind)?.wheel?;
+    Some(wheel.plugin_sha256 == sha256)
 }
 
 /// Checks a wheel file against the pinned sha256 of `kind`'s package.
@@ -361,6 +371,7 @@ mod tests {
         assert!(err.contains("55837b6b7b47daa7"), "{err}");
         let err = verify_wheel(DeviceKind::Cuda, &f).unwrap_err().to_string();
         assert!(err.contains("no verified wheel"), "{err}");
+        assert_eq!(is_pinned_plugin(DeviceKind::Cuda, "00"), None);
         let err = verify_wheel(DeviceKind::Cpu, Path::new("/dev/zero"))
             .unwrap_err()
             .to_string();
@@ -374,6 +385,9 @@ mod tests {
             let version = p.requirement.split_once("==").expect("pinned version").1;
             assert!(w.file.contains(&format!("-{version}-")), "{}", w.file);
             assert_eq!(w.sha256.len(), 64);
+            assert_eq!(w.plugin_sha256.len(), 64);
+            assert_eq!(is_pinned_plugin(p.kind, w.plugin_sha256), Some(true));
+            assert_eq!(is_pinned_plugin(p.kind, w.sha256), Some(false));
             assert!(w
                 .sha256
                 .bytes()

@@ -53,7 +53,14 @@ pub fn run() -> Result<(), CliError> {
                 // What was loaded, byte for byte (compare with `sha256sum`).
                 if let Some(path) = d.plugin_path() {
                     match plugin_store::sha256_file(path) {
-                        Ok(h) => println!("{:<35} sha256 {h}", ""),
+                        Ok(h) => {
+                            let pin = match plugin_store::is_pinned_plugin(kind, &h) {
+                                Some(true) => " (the pinned plugin)",
+                                Some(false) => " (not the pinned plugin)",
+                                None => "",
+                            };
+                            println!("{:<35} sha256 {h}{pin}", "")
+                        }
                         Err(e) => println!("{:<35} sha256 unavailable: {e}", ""),
                     }
                 }
