@@ -217,6 +217,10 @@ fn errors_are_clean_and_non_zero() {
         ),
         (
             vec!["aot", "add", "--topology", "v99:1x1"],
+            "unknown TPU generation `v99`",
+        ),
+        (
+            vec!["aot", "add", "--topology", "v5e:3x1"],
             "PJRT_TopologyDescription_Create",
         ),
     ] {

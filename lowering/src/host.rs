@@ -21,6 +21,67 @@ pub enum HostTensorError {
     },
     #[error("tensor holds {actual}, asked for {asked}")]
     DTypeMismatch { actual: DType, asked: DType },
+    /// The element count or byte size does not fit in memory addresses at all.
+    #[error("{dtype}{shape:?} is too large: its size in bytes overflows a {bits}-bit address")]
+    SizeOverflow {
+        dtype: DType,
+        shape: Vec<usize>,
+        bits: u32,
+    },
+    /// The host has no room for the tensor (the allocator refused).
+    #[error("allocating {bytes} bytes on the host for {dtype}{shape:?} failed (out of memory)")]
+    OutOfMemory {
+        dtype: DType,
+        shape: Vec<usize>,
+        bytes: usize,
+    },
+}
+
+/// The bytes a dense `dtype` tensor of `shape` needs, or `SizeOverflow` when that does not
+/// fit in a `usize` (checked: a product of user-given dims must never wrap).
+pub fn byte_len(dtype: DType, shape: &[usize]) -> Result<usize, HostTensorError> {
+    shape
+        .iter()
+        .try_fold(dtype.size_bytes(), |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| HostTensorError::SizeOverflow {
+            dtype,
+            shape: shape.to_vec(),
+            bits: usize::BITS,
+        })
+}
+
+/// The element count of `shape`, or `SizeOverflow`.
+pub fn element_count(dtype: DType, shape: &[usize]) -> Result<usize, HostTensorError> {
+    byte_len(dtype, shape)?;
+    // Cannot overflow: the byte length (a multiple of it) did not.
+    Ok(shape.iter().product())
+}
+
+/// `len` zeroed bytes for a `dtype` tensor of `shape`, or `OutOfMemory` naming the size when
+/// the allocator refuses (never the process-wide abort of `vec![0; len]`). Zeroed through the
+/// allocator's calloc path, so pages the caller never writes are never touched.
+pub fn try_zeroed_bytes(
+    dtype: DType,
+    shape: &[usize],
+    len: usize,
+) -> Result<Vec<u8>, HostTensorError> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let oom = || HostTensorError::OutOfMemory {
+        dtype,
+        shape: shape.to_vec(),
+        bytes: len,
+    };
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| oom())?;
+    // SAFETY: `layout` has non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(oom());
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout of `[u8; len]`,
+    // all `len` bytes are initialized (zeroed), and the Vec takes sole ownership.
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
 /// A dense row-major array on the host.
@@ -223,7 +284,7 @@ impl HostTensor {
         shape: Vec<usize>,
         bytes: Vec<u8>,
     ) -> Result<Self, HostTensorError> {
-        let expected = shape.iter().product::<usize>() * dtype.size_bytes();
+        let expected = byte_len(dtype, &shape)?;
         if bytes.len() != expected {
             return Err(HostTensorError::ByteLength {
                 dtype,
@@ -266,6 +327,40 @@ impl HostTensor {
     /// (complex dtypes get imaginary parts 0).
     pub fn from_f64(dtype: DType, shape: Vec<usize>, values: &[f64]) -> Self {
         with_host_type!(dtype, T => HostTensor::from_vec::<T>(shape, values.iter().map(|&v| T::from_f64(v)).collect()))
+    }
+
+    /// As [`HostTensor::from_f64`] for sizes that come from users: a shape whose byte size
+    /// overflows, a value count that disagrees with it, or memory the host cannot give are
+    /// errors instead of a panic or an abort.
+    pub fn try_from_f64(
+        dtype: DType,
+        shape: Vec<usize>,
+        values: &[f64],
+    ) -> Result<Self, HostTensorError> {
+        let len = byte_len(dtype, &shape)?;
+        if values.len() * dtype.size_bytes() != len {
+            return Err(HostTensorError::ByteLength {
+                dtype,
+                shape,
+                expected: len,
+                got: values.len() * dtype.size_bytes(),
+            });
+        }
+        let mut bytes = try_zeroed_bytes(dtype, &shape, len)?;
+        with_host_type!(dtype, T => {
+            let size = std::mem::size_of::<T>();
+            for (chunk, &v) in bytes.chunks_exact_mut(size).zip(values) {
+                let e = T::from_f64(v);
+                // SAFETY: HostElement types are plain-old-data of `size` bytes.
+                let raw = unsafe { std::slice::from_raw_parts(&e as *const T as *const u8, size) };
+                chunk.copy_from_slice(raw);
+            }
+        });
+        Ok(HostTensor {
+            dtype,
+            shape,
+            bytes,
+        })
     }
 
     /// All elements equal to `value` (e.g. a NaN poison before a kernel writes its output).
@@ -364,6 +459,51 @@ mod tests {
         let r = HostTensor::from_complex(DType::F32, vec![1], &[(4.0, 9.0)]);
         assert_eq!(r.to_complex_vec(), vec![(4.0, 0.0)]);
         assert!(format!("{t:?}").contains("(1.0, 2.0)"));
+    }
+
+    #[test]
+    fn sizes_are_overflow_checked_and_allocation_failure_is_an_error() {
+        let err = byte_len(DType::F32, &[usize::MAX / 2, 3]).unwrap_err();
+        assert!(
+            err.to_string().contains("overflows a 64-bit address"),
+            "{err}"
+        );
+        assert_eq!(
+            byte_len(DType::F32, &[100_000, 100_000]),
+            Ok(40_000_000_000)
+        );
+        assert_eq!(byte_len(DType::C128, &[]), Ok(16));
+        assert_eq!(byte_len(DType::F64, &[0, usize::MAX]), Ok(0));
+        // More than any address space can give: the allocator refuses, no abort.
+        let huge = usize::MAX / 4;
+        let err = try_zeroed_bytes(DType::U8, &[huge], huge).unwrap_err();
+        assert_eq!(
+            err,
+            HostTensorError::OutOfMemory {
+                dtype: DType::U8,
+                shape: vec![huge],
+                bytes: huge
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("allocating {huge} bytes")),
+            "{err}"
+        );
+        assert_eq!(try_zeroed_bytes(DType::U8, &[3], 3).unwrap(), vec![0, 0, 0]);
+        let err = HostTensor::from_bytes(DType::F32, vec![usize::MAX, 2], vec![]).unwrap_err();
+        assert!(matches!(err, HostTensorError::SizeOverflow { .. }), "{err}");
+    }
+
+    #[test]
+    fn try_from_f64_matches_from_f64_and_checks_sizes() {
+        for d in DType::ALL {
+            let vals = [0.0, 1.0, -2.5, 3.0];
+            let want = HostTensor::from_f64(d, vec![2, 2], &vals);
+            assert_eq!(HostTensor::try_from_f64(d, vec![2, 2], &vals), Ok(want));
+        }
+        let err = HostTensor::try_from_f64(DType::F32, vec![3], &[1.0]).unwrap_err();
+        assert!(err.to_string().contains("needs 12 bytes, got 4"), "{err}");
     }
 
     #[test]

@@ -68,12 +68,22 @@ impl ScalarType {
     }
 }
 
+/// The process's device. In a child forked after the first call it is a `DeviceError`
+/// (PJRT's threads do not survive `fork`: waiting on the device would block forever), raised
+/// before any argument reaches the device, whichever path (default lowering or a kernel
+/// override) the op would take.
 pub(crate) fn device() -> PyResult<&'static Device> {
     static DEVICE: OnceLock<Result<Device, String>> = OnceLock::new();
-    DEVICE
+    let dev = DEVICE
         .get_or_init(|| Device::from_env().map_err(|e| e.to_string()))
         .as_ref()
-        .map_err(|e| DeviceError::new_err(e.clone()))
+        .map_err(|e| DeviceError::new_err(e.clone()))?;
+    if let Ok(client) = dev.client() {
+        client
+            .check_process()
+            .map_err(|e| DeviceError::new_err(e.to_string()))?;
+    }
+    Ok(dev)
 }
 
 fn py_err(e: OpError) -> PyErr {

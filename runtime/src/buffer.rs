@@ -7,7 +7,7 @@ use crate::ffi;
 use crate::pjrt_call::{await_event, pjrt};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::sync::Arc;
-use tessera_lowering::{DType, HostTensor};
+use tessera_lowering::{host, DType, HostTensor};
 
 /// An array on a device. Dropping it frees the device memory.
 pub struct Buffer {
@@ -105,11 +105,13 @@ impl Buffer {
         self.raw
     }
 
-    /// Copies the buffer to the host, waiting for any computation producing it.
+    /// Copies the buffer to the host, waiting for any computation producing it. A result
+    /// larger than the host can hold is an error naming its size, not an abort.
     pub fn to_host(&self) -> Result<HostTensor> {
+        self.client.check_process()?;
         let api = self.client.plugin.api();
-        let len = self.shape.iter().product::<usize>() * self.dtype.size_bytes();
-        let mut bytes = vec![0u8; len];
+        let len = host::byte_len(self.dtype, &self.shape)?;
+        let mut bytes = host::try_zeroed_bytes(self.dtype, &self.shape, len)?;
         let mut a: ffi::PJRT_Buffer_ToHostBuffer_Args = ffi::args();
         a.src = self.raw;
         a.dst = bytes.as_mut_ptr() as *mut _;
@@ -125,6 +127,7 @@ impl Buffer {
 
     /// Waits until the buffer's value is computed; reports an execution error if there was one.
     pub fn block_until_ready(&self) -> Result<()> {
+        self.client.check_process()?;
         let api = self.client.plugin.api();
         let mut a: ffi::PJRT_Buffer_ReadyEvent_Args = ffi::args();
         a.buffer = self.raw;
@@ -135,6 +138,14 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
+        if self.client.plugin.forked() {
+            // The parent's buffer: PJRT cannot run in a forked child, and an aliased host
+            // array must outlive a buffer that was never destroyed.
+            if let Some((bytes, _)) = self.aliased.take() {
+                std::mem::forget(bytes);
+            }
+            return;
+        }
         let api = self.client.plugin.api();
         let mut a: ffi::PJRT_Buffer_Destroy_Args = ffi::args();
         a.buffer = self.raw;
@@ -163,14 +174,26 @@ unsafe impl Sync for AlignedBytes {}
 impl AlignedBytes {
     pub const ALIGN: usize = 64;
 
+    /// `len` zeroed bytes; aborts if the allocator refuses (see [`AlignedBytes::try_zeroed`]).
     pub fn zeroed(len: usize) -> AlignedBytes {
-        let layout = Self::layout(len);
+        Self::try_zeroed(len).unwrap_or_else(|_| std::alloc::handle_alloc_error(Self::layout(len)))
+    }
+
+    /// `len` zeroed bytes, or `OutOfMemory` naming the size when the allocator refuses.
+    pub fn try_zeroed(len: usize) -> Result<AlignedBytes> {
+        let oom = || tessera_lowering::HostTensorError::OutOfMemory {
+            dtype: DType::U8,
+            shape: vec![len],
+            bytes: len,
+        };
+        let layout =
+            Layout::from_size_align(len.max(Self::ALIGN), Self::ALIGN).map_err(|_| oom())?;
         // SAFETY: the layout has non-zero size (at least ALIGN).
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
+            return Err(oom().into());
         }
-        AlignedBytes { ptr, len }
+        Ok(AlignedBytes { ptr, len })
     }
 
     pub fn from_slice(data: &[u8]) -> AlignedBytes {

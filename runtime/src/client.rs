@@ -2,7 +2,7 @@
 
 use crate::buffer::{AlignedBytes, Buffer};
 use crate::buffer_type::to_pjrt;
-use crate::cache::{CacheStats, ExecutableCache};
+use crate::cache::{capacity_from_env, CacheStats, ExecutableCache};
 use crate::compile_options::CompileOptions;
 use crate::error::Result;
 use crate::executable::Executable;
@@ -34,8 +34,19 @@ pub(crate) struct ClientInner {
 unsafe impl Send for ClientInner {}
 unsafe impl Sync for ClientInner {}
 
+impl ClientInner {
+    /// `Err(Forked)` in a child forked after the plugin was loaded: every PJRT call that
+    /// waits would block forever there.
+    pub(crate) fn check_process(&self) -> Result<()> {
+        self.plugin.check_process()
+    }
+}
+
 impl Drop for ClientInner {
     fn drop(&mut self) {
+        if self.plugin.forked() {
+            return; // the parent's client: destroying it would wait on threads we lack
+        }
         let mut a: ffi::PJRT_Client_Destroy_Args = ffi::args();
         a.client = self.raw;
         if let Err(e) = pjrt!(self.plugin.api(), PJRT_Client_Destroy, &mut a) {
@@ -88,6 +99,8 @@ pub enum ClientOption {
 impl Client {
     /// Creates a client on `plugin` with platform-specific `options`.
     pub fn create(plugin: Arc<Plugin>, options: &[ClientOption]) -> Result<Client> {
+        plugin.check_process()?;
+        let capacity = capacity_from_env()?;
         let api = plugin.api();
         let names: Vec<CString> = options
             .iter()
@@ -157,7 +170,7 @@ impl Client {
             devices,
             platform_name,
             platform_version,
-            cache: ExecutableCache::default(),
+            cache: ExecutableCache::new(capacity),
         };
         Ok(Client {
             handle: Arc::new(ClientHandle {
@@ -183,7 +196,9 @@ impl Client {
         &self.inner().devices
     }
 
-    /// Compiles StableHLO text (no cache).
+    /// Compiles StableHLO text (no cache). Text the plugin would die on (nested deeper than
+    /// [`crate::MAX_MLIR_NESTING`], tensor types of 2^63 bytes or more) is refused before
+    /// the plugin parses it.
     pub fn compile(&self, module: &str, options: &CompileOptions) -> Result<Executable> {
         Executable::compile(self.inner(), module, options)
     }
@@ -199,8 +214,21 @@ impl Client {
             .get_or_compile(module, options, || self.compile(module, options))
     }
 
+    /// `Err(RuntimeError::Forked)` in a child forked after the plugin was loaded (as CUDA
+    /// refuses a forked child): a cheap check for bridges to make before anything else.
+    pub fn check_process(&self) -> Result<()> {
+        self.inner().check_process()
+    }
+
     pub fn cache_stats(&self) -> CacheStats {
         self.inner().cache.stats()
+    }
+
+    /// Sets how many executables the cache keeps (least recently used ones are evicted
+    /// past it; 0 disables caching). A client starts with `TESSERA_EXECUTABLE_CACHE_SIZE`,
+    /// else [`crate::DEFAULT_EXECUTABLE_CACHE_SIZE`].
+    pub fn set_cache_capacity(&self, entries: usize) {
+        self.inner().cache.set_capacity(entries);
     }
 
     /// Copies a host tensor to the device.
@@ -216,7 +244,7 @@ impl Client {
         shape: &[usize],
         bytes: Arc<AlignedBytes>,
     ) -> Result<Buffer> {
-        let need = shape.iter().product::<usize>() * dtype.size_bytes();
+        let need = tessera_lowering::host::byte_len(dtype, shape)?;
         if bytes.len() != need {
             return Err(tessera_lowering::HostTensorError::ByteLength {
                 dtype,
@@ -239,6 +267,7 @@ impl Client {
         data: *const u8,
         keep_alive: Option<Arc<AlignedBytes>>,
     ) -> Result<Buffer> {
+        self.inner().check_process()?;
         let api = self.inner().plugin.api();
         let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let mut a: ffi::PJRT_Client_BufferFromHostBuffer_Args = ffi::args();

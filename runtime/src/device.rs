@@ -53,6 +53,32 @@ impl DeviceKind {
             _ => Vec::new(),
         }
     }
+
+    /// The platform names a client of this kind reports (`PJRT_Client_PlatformName`).
+    fn platform_names(self) -> &'static [&'static str] {
+        match self {
+            DeviceKind::Cpu => &["cpu", "host"],
+            DeviceKind::Tpu => &["tpu"],
+            DeviceKind::Cuda => &["cuda", "gpu"],
+            DeviceKind::Interp => &[],
+        }
+    }
+
+    /// Loads the plugin at `path` as this kind (libtpu is refused for other kinds before it
+    /// is loaded) and creates a client, checking the platform it reports.
+    fn create_client(self, path: &std::path::Path) -> Result<Client> {
+        let plugin = Plugin::load_as(self, path)?;
+        let client = Client::create(plugin, &self.client_options())?;
+        let platform = client.platform_name().to_ascii_lowercase();
+        if !self.platform_names().contains(&platform.as_str()) {
+            return Err(RuntimeError::WrongPluginKind {
+                path: path.to_path_buf(),
+                wanted: self.name().into(),
+                found: format!("a plugin of platform `{platform}`"),
+            });
+        }
+        Ok(client)
+    }
 }
 
 /// Whether this machine has TPU chips: libtpu drives them through `/dev/accel*` (v2-v5p) or
@@ -120,6 +146,7 @@ impl Device {
         }
         let mut map = clients().lock().unwrap_or_else(|p| p.into_inner());
         if let Some((client, path)) = map.get(&kind) {
+            client.inner().check_process()?;
             return Ok(Device {
                 kind,
                 client: Some(client.clone()),
@@ -131,8 +158,7 @@ impl Device {
             return Err(RuntimeError::NoTpuAttached);
         }
         let path = plugin_store::locate(kind)?;
-        let plugin = Plugin::load(&path)?;
-        let client = Client::create(plugin, &kind.client_options())?;
+        let client = kind.create_client(&path)?;
         map.insert(kind, (client.clone(), path.clone()));
         Ok(Device {
             kind,
@@ -143,8 +169,7 @@ impl Device {
 
     /// A device on an explicit plugin file (a private client, not shared).
     pub fn with_plugin(kind: DeviceKind, path: &std::path::Path) -> Result<Device> {
-        let plugin = Plugin::load(path)?;
-        let client = Client::create(plugin, &kind.client_options())?;
+        let client = kind.create_client(path)?;
         Ok(Device {
             kind,
             client: Some(client),

@@ -15,6 +15,47 @@ pub enum RuntimeError {
     #[error("`{}` is not a PJRT plugin: {reason}", path.display())]
     NotAPlugin { path: PathBuf, reason: String },
 
+    /// A plugin of another kind than asked for (libtpu as the CPU plugin, ...).
+    #[error("`{}` is {found}, not a {wanted} plugin; point {} at a {wanted} plugin or run `tessera plugin install {wanted}`", path.display(), env_var_name(wanted))]
+    WrongPluginKind {
+        path: PathBuf,
+        wanted: String,
+        found: String,
+    },
+
+    /// PJRT use in a child forked from the process that loaded the plugin: the plugin's
+    /// threads did not survive the fork, so waiting on any event would block forever.
+    #[error("cannot use the PJRT client in a forked subprocess (the plugin was loaded by process {parent}, this is process {child}); use spawn instead of fork to start subprocesses (Python: multiprocessing.set_start_method(\"spawn\")), or make the first Tessera call in the child")]
+    Forked { parent: u32, child: u32 },
+
+    /// Outputs of a CPU-plugin launch that host memory cannot hold (checked before launching).
+    #[error("executable `{name}` produces {bytes} bytes of outputs, more than the host can allocate (the CPU device computes in host memory)")]
+    OutputsTooLarge { name: String, bytes: String },
+
+    #[error("TPU topology `{topology}` is not valid: {reason}")]
+    BadTopology { topology: String, reason: String },
+
+    /// MLIR text nested deeper than the plugins' recursive parsers can take on a thread's
+    /// stack (see `mlir_check::MAX_NESTING`).
+    #[error("MLIR text nests {{, (, [ and < {depth} deep at line {line}, more than the {limit} levels Tessera hands to a PJRT plugin (deeper text overflows the plugin parser's stack)")]
+    MlirTooDeep {
+        depth: usize,
+        limit: usize,
+        line: usize,
+    },
+
+    /// A static tensor type of 2^63 bytes or more: XLA throws a C++ exception on it, which
+    /// aborts the process, so it is refused before the plugin parses the text.
+    #[error("MLIR text at line {line} has the type {ty}, of 2^63 bytes or more: larger than any device can address")]
+    MlirTensorTooLarge { ty: String, line: usize },
+
+    #[error("{var}=`{value}`: {reason}")]
+    BadEnv {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
+
     #[error("PJRT plugin `{}` implements C API {found_major}.{found_minor}, older than the {need_major}.{need_minor} this build of Tessera was generated from; install a newer plugin (`tessera plugin install <kind>`)", path.display())]
     PluginTooOld {
         path: PathBuf,
@@ -105,6 +146,10 @@ boxed_from!(
     Mosaic(tessera_lowering::mosaic::MosaicError),
     Interp(tessera_lowering::interp::InterpError),
 );
+
+fn env_var_name(kind: &str) -> String {
+    format!("TESSERA_PJRT_PLUGIN_{}", kind.to_uppercase())
+}
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 

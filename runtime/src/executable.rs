@@ -40,6 +40,8 @@ impl Executable {
         module: &str,
         options: &CompileOptions,
     ) -> Result<Executable> {
+        client.check_process()?;
+        crate::mlir_check::check_before_parse(module)?;
         let api = client.plugin.api();
         let start = Instant::now();
         let program = ffi::mlir_program(module);
@@ -132,11 +134,43 @@ impl Executable {
         Ok(())
     }
 
+    /// On the CPU plugin outputs live in host memory: outputs the host cannot hold are refused
+    /// before the plugin tries (and fails in ways that may abort). Probed only from 1 GiB of
+    /// outputs (a reserve and free, never touched), so small launches pay nothing.
+    fn check_output_memory(&self) -> Result<()> {
+        const PROBE_FROM: usize = 1 << 30;
+        let Some(sig) = &self.signature else {
+            return Ok(());
+        };
+        if self.client.platform_name != "cpu" {
+            return Ok(());
+        }
+        let mut total = 0usize;
+        for t in &sig.outputs {
+            total = tessera_lowering::host::byte_len(t.dtype, &t.shape)
+                .ok()
+                .and_then(|b| b.checked_add(total))
+                .ok_or_else(|| RuntimeError::OutputsTooLarge {
+                    name: self.name.clone(),
+                    bytes: "more than 2^64".into(),
+                })?;
+        }
+        if total >= PROBE_FROM && Vec::<u8>::new().try_reserve_exact(total).is_err() {
+            return Err(RuntimeError::OutputsTooLarge {
+                name: self.name.clone(),
+                bytes: total.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Launches the program. Returns at once with the output buffers; their values become
     /// ready asynchronously (`Buffer::to_host` and `block_until_ready` wait). Inputs stay
     /// valid and can be passed again.
     pub fn execute(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
+        self.client.check_process()?;
         self.check_inputs(inputs)?;
+        self.check_output_memory()?;
         let api = self.client.plugin.api();
         let args: Vec<*mut ffi::PJRT_Buffer> = inputs.iter().map(|b| b.raw()).collect();
         let arg_lists: [*const *mut ffi::PJRT_Buffer; 1] = [args.as_ptr()];
@@ -168,6 +202,9 @@ impl Executable {
 
 impl Drop for Executable {
     fn drop(&mut self) {
+        if self.client.plugin.forked() {
+            return; // leaked in a forked child: PJRT cannot run there
+        }
         let mut a: ffi::PJRT_LoadedExecutable_Destroy_Args = ffi::args();
         a.executable = self.raw;
         if let Err(e) = pjrt!(

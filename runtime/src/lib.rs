@@ -8,10 +8,12 @@ mod cache;
 mod client;
 mod compile_options;
 mod device;
+mod elf;
 mod error;
 mod executable;
 mod ffi;
 mod launch;
+mod mlir_check;
 mod pjrt_call;
 mod plugin;
 pub mod plugin_store;
@@ -19,14 +21,18 @@ mod signature;
 mod tpu_aot;
 
 pub use buffer::{AlignedBytes, Buffer};
-pub use cache::CacheStats;
+pub use cache::{
+    CacheStats, CAPACITY_ENV as EXECUTABLE_CACHE_SIZE_ENV,
+    DEFAULT_CAPACITY as DEFAULT_EXECUTABLE_CACHE_SIZE,
+};
 pub use client::{Client, ClientOption, DeviceInfo};
 pub use compile_options::CompileOptions;
 pub use device::{tpu_attached, Device, DeviceKind};
 pub use error::{Result, RuntimeError};
 pub use executable::Executable;
 pub use launch::{compile_program, run_program, LaunchExt};
+pub use mlir_check::MAX_NESTING as MAX_MLIR_NESTING;
 pub use plugin::{Plugin, HEADER_API_VERSION};
 pub use signature::{Signature, TensorType};
 pub use tessera_lowering::{DType, HostTensor};
-pub use tpu_aot::{AotCompiled, TpuTarget};
+pub use tpu_aot::{validate_topology, AotCompiled, TpuTarget};

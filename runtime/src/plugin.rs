@@ -1,20 +1,33 @@
-//! Loading a PJRT plugin: dlopen, `GetPjrtApi`, API version check, `PJRT_Plugin_Initialize`.
+//! Loading a PJRT plugin: ELF checks, dlopen, `GetPjrtApi`, API version check,
+//! `PJRT_Plugin_Initialize`.
 //!
 //! A plugin is loaded and initialized once per process and never unloaded: XLA plugins keep
 //! threads and static state alive, and unloading them at exit is a known source of crashes.
+//! The file is checked before `dlopen` maps it (a truncated file dies of SIGBUS inside the
+//! loader), and libtpu is recognized by its exports, so that it gets the environment it needs
+//! on a machine without a TPU and is never taken for another kind of plugin.
 
+use crate::device::{tpu_attached, DeviceKind};
+use crate::elf;
 use crate::error::{Result, RuntimeError};
 use crate::ffi;
 use crate::pjrt_call::check;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A loaded, initialized PJRT plugin.
 pub struct Plugin {
     path: PathBuf,
     api: &'static ffi::PJRT_Api,
+    /// Whether the file is libtpu (it exports TPU runtime entry points).
+    libtpu: bool,
+    /// The process that loaded it, and its fork generation: PJRT's threads and locks do
+    /// not survive `fork`.
+    pid: u32,
+    generation: u64,
     _lib: libloading::Library,
 }
 
@@ -37,23 +50,116 @@ fn loaded() -> &'static Mutex<HashMap<PathBuf, Arc<Plugin>>> {
     LOADED.get_or_init(Default::default)
 }
 
+/// Bumped in the child of every `fork` by a `pthread_atfork` handler (registered before the
+/// first plugin loads): a plugin loaded at another generation belongs to an ancestor process.
+/// An atomic load per PJRT call instead of `getpid` (a syscall, ~270 ns on this VM, several
+/// per eager op).
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    // Async-signal-safe: a lock-free atomic add.
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a handler that only touches an atomic.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        if rc != 0 {
+            tracing::warn!("pthread_atfork failed ({rc}): forked children are not detected");
+        }
+    });
+}
+
+/// What libtpu needs on a machine without a TPU. Set only where the user has not.
+const LIBTPU_ENV: [(&str, &str); 6] = [
+    // Without it libtpu retries a cloud metadata server for ~10 minutes.
+    ("TPU_SKIP_MDS_QUERY", "1"),
+    // Parallel test processes each load libtpu.
+    ("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),
+    ("TPU_ACCELERATOR_TYPE", "v5litepod-4"),
+    ("TPU_WORKER_HOSTNAMES", "localhost"),
+    ("TPU_WORKER_ID", "0"),
+    ("TF_CPP_MIN_LOG_LEVEL", "3"),
+];
+
+/// Sets [`LIBTPU_ENV`] (once, before libtpu is loaded) unless a TPU is attached: there the
+/// metadata server is how libtpu learns its slice.
+pub(crate) fn set_libtpu_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if tpu_attached() {
+            return;
+        }
+        for (k, v) in LIBTPU_ENV {
+            if std::env::var_os(k).is_none() {
+                std::env::set_var(k, v);
+            }
+        }
+    });
+}
+
 impl Plugin {
     /// Loads the plugin at `path` (once per process; later calls return the same plugin).
     pub fn load(path: &Path) -> Result<Arc<Plugin>> {
+        Self::load_checked(path, None)
+    }
+
+    /// As [`Plugin::load`], refusing (before loading it) a plugin that is not of `kind`:
+    /// libtpu given as a CPU or CUDA plugin would search for a TPU for minutes.
+    pub fn load_as(kind: DeviceKind, path: &Path) -> Result<Arc<Plugin>> {
+        Self::load_checked(path, Some(kind))
+    }
+
+    fn load_checked(path: &Path, kind: Option<DeviceKind>) -> Result<Arc<Plugin>> {
         let key = path.canonicalize().map_err(|e| RuntimeError::NotAPlugin {
             path: path.to_path_buf(),
             reason: format!("cannot open it: {e}"),
         })?;
         let mut map = loaded().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = map.get(&key) {
+            check_kind(&key, kind, p.libtpu)?;
+            p.check_process()?;
             return Ok(p.clone());
         }
-        let plugin = Arc::new(Self::open(&key)?);
+        let so = elf::check_shared_object(&key).map_err(|reason| RuntimeError::NotAPlugin {
+            path: key.clone(),
+            reason,
+        })?;
+        check_kind(&key, kind, so.is_libtpu())?;
+        if so.is_libtpu() {
+            set_libtpu_env();
+        }
+        watch_forks();
+        let plugin = Arc::new(Self::open(&key, so.is_libtpu())?);
         map.insert(key, plugin.clone());
         Ok(plugin)
     }
 
-    fn open(path: &Path) -> Result<Plugin> {
+    /// `Err(Forked)` in a child process forked after this plugin was loaded.
+    pub(crate) fn check_process(&self) -> Result<()> {
+        if self.forked() {
+            return Err(RuntimeError::Forked {
+                parent: self.pid,
+                child: std::process::id(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether this process is a fork of the one that loaded the plugin (PJRT objects must
+    /// then be leaked, not destroyed: destroying waits on threads the child does not have).
+    pub(crate) fn forked(&self) -> bool {
+        FORK_GENERATION.load(Ordering::Relaxed) != self.generation
+    }
+
+    /// Whether the plugin is libtpu.
+    pub fn is_libtpu(&self) -> bool {
+        self.libtpu
+    }
+
+    fn open(path: &Path, libtpu: bool) -> Result<Plugin> {
         let not_a_plugin = |reason: String| RuntimeError::NotAPlugin {
             path: path.to_path_buf(),
             reason,
@@ -90,6 +196,9 @@ impl Plugin {
         let plugin = Plugin {
             path: path.to_path_buf(),
             api,
+            libtpu,
+            pid: std::process::id(),
+            generation: FORK_GENERATION.load(Ordering::Relaxed),
             _lib: lib,
         };
         let mut args: ffi::PJRT_Plugin_Initialize_Args = ffi::args();
@@ -134,6 +243,18 @@ impl Plugin {
         }
         let attrs = unsafe { std::slice::from_raw_parts(args.attributes, args.num_attributes) };
         attrs.iter().map(named_value_to_string).collect()
+    }
+}
+
+/// libtpu is only ever a TPU plugin.
+fn check_kind(path: &Path, kind: Option<DeviceKind>, libtpu: bool) -> Result<()> {
+    match kind {
+        Some(kind) if libtpu && kind != DeviceKind::Tpu => Err(RuntimeError::WrongPluginKind {
+            path: path.to_path_buf(),
+            wanted: kind.name().into(),
+            found: "libtpu, the TPU plugin".into(),
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -53,3 +53,53 @@ fn zero_copy_upload_aliases_aligned_host_memory_and_reads_back() {
         "{err}"
     );
 }
+
+fn negate(k: usize) -> String {
+    format!(
+        "module @n{k} {{\n  func.func public @main(%x: tensor<{k}xf32>) -> tensor<{k}xf32> {{\n    %0 = stablehlo.negate %x : tensor<{k}xf32>\n    return %0 : tensor<{k}xf32>\n  }}\n}}"
+    )
+}
+
+#[test]
+fn the_cache_is_bounded_and_evicts_the_least_recently_used() {
+    // A private client: the shared one's cache belongs to the other tests.
+    let path = tessera_runtime::plugin_store::locate(tessera_runtime::DeviceKind::Cpu).unwrap();
+    let dev =
+        tessera_runtime::Device::with_plugin(tessera_runtime::DeviceKind::Cpu, &path).unwrap();
+    let c = dev.client().unwrap();
+    assert_eq!(
+        c.cache_stats().capacity,
+        tessera_runtime::DEFAULT_EXECUTABLE_CACHE_SIZE
+    );
+    c.set_cache_capacity(2);
+    let o = CompileOptions::default();
+    let a = c.compile_cached(&negate(1), &o).unwrap();
+    let _b = c.compile_cached(&negate(2), &o).unwrap();
+    assert!(Arc::ptr_eq(&a, &c.compile_cached(&negate(1), &o).unwrap())); // 1 is now newest
+    let _c3 = c.compile_cached(&negate(3), &o).unwrap(); // evicts 2, the least recent
+    let s = c.cache_stats();
+    assert_eq!((s.entries, s.capacity, s.evictions), (2, 2, 1), "{s:?}");
+    assert!(Arc::ptr_eq(&a, &c.compile_cached(&negate(1), &o).unwrap()));
+    let misses = c.cache_stats().misses;
+    let _b2 = c.compile_cached(&negate(2), &o).unwrap(); // compiled again, evicts 3
+    let s = c.cache_stats();
+    assert_eq!((s.misses, s.evictions), (misses + 1, 2), "{s:?}");
+    // An evicted executable still held by a caller keeps working.
+    let x = c
+        .upload(&tessera_runtime::HostTensor::from_f64(
+            tessera_runtime::DType::F32,
+            vec![3],
+            &[1.0, -2.0, 3.0],
+        ))
+        .unwrap();
+    let out = _c3.execute(&[&x]).unwrap()[0].to_host().unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![-1.0, 2.0, -3.0]);
+    // Shrinking evicts at once; 0 disables caching.
+    c.set_cache_capacity(0);
+    let s = c.cache_stats();
+    assert_eq!((s.entries, s.evictions), (0, 4), "{s:?}");
+    let p = c.compile_cached(&negate(1), &o).unwrap();
+    let q = c.compile_cached(&negate(1), &o).unwrap();
+    assert!(!Arc::ptr_eq(&p, &q));
+    assert_eq!(c.cache_stats().entries, 0);
+}

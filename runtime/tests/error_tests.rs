@@ -157,3 +157,55 @@ fn tpu_device_without_a_tpu_is_refused_and_points_at_aot() {
     assert!(matches!(err, RuntimeError::NoTpuAttached), "{err}");
     assert!(err.to_string().contains("tessera aot"), "{err}");
 }
+
+/// A copy of the first `len` bytes of the real CPU plugin.
+fn truncated_plugin(len: usize) -> std::path::PathBuf {
+    let real = tessera_runtime::plugin_store::locate(DeviceKind::Cpu).unwrap();
+    let dir = std::env::temp_dir().join(format!("tessera-truncated-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("xla_cpu_pjrt_{len}.so"));
+    let mut head = vec![0u8; len];
+    std::io::Read::read_exact(&mut std::fs::File::open(real).unwrap(), &mut head).unwrap();
+    std::fs::write(&file, head).unwrap();
+    file
+}
+
+#[test]
+fn truncated_plugin_is_refused_before_it_is_loaded() {
+    // dlopen of this file dies of SIGBUS; the ELF checks refuse it first.
+    for len in [1 << 20, 64 << 20] {
+        let file = truncated_plugin(len);
+        let err = Device::with_plugin(DeviceKind::Cpu, &file).unwrap_err();
+        assert!(matches!(err, RuntimeError::NotAPlugin { .. }), "{err}");
+        assert!(err.to_string().contains("truncated"), "{err}");
+    }
+}
+
+#[test]
+fn libtpu_as_the_cpu_plugin_is_refused_before_it_is_loaded() {
+    let Ok(libtpu) = tessera_runtime::plugin_store::locate(DeviceKind::Tpu) else {
+        return; // no libtpu installed: nothing to mistake for the CPU plugin
+    };
+    let start = std::time::Instant::now();
+    let err = Device::with_plugin(DeviceKind::Cpu, &libtpu).unwrap_err();
+    assert!(matches!(err, RuntimeError::WrongPluginKind { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("is libtpu, the TPU plugin, not a cpu plugin"),
+        "{err}"
+    );
+    assert!(start.elapsed().as_secs() < 30, "took {:?}", start.elapsed());
+}
+
+#[test]
+fn deeply_nested_mlir_is_refused_before_the_plugin_parses_it() {
+    let c = common::cpu();
+    let deep = "module {".repeat(5000) + &"}".repeat(5000);
+    let err = c.compile(&deep, &CompileOptions::default()).unwrap_err();
+    assert!(
+        matches!(err, RuntimeError::MlirTooDeep { limit: 256, .. }),
+        "{err}"
+    );
+    // Our own emitters' depth passes (the shared ADD module is 3 deep).
+    assert!(c.compile(ADD, &CompileOptions::default()).is_ok());
+}

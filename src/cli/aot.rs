@@ -31,6 +31,10 @@ pub fn run(args: &AotArgs) -> Result<(), CliError> {
         (None, true) => tessera_kernels::shipped().iter().collect(),
         _ => return Err(CliError::Usage("name a kernel or pass --all".into())),
     };
+    // libtpu aborts on some malformed topologies: check them all before any output.
+    for topology in &args.topology {
+        tessera_runtime::validate_topology(topology)?;
+    }
     if !args.json {
         println!(
             "{:<12} {:<12} {:<4} {:>11} {:>11}  error",

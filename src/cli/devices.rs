@@ -50,6 +50,20 @@ pub fn run() -> Result<(), CliError> {
                         .map(|p| p.display().to_string())
                         .unwrap_or_default()
                 );
+                // What was loaded, byte for byte (compare with `sha256sum`).
+                if let Some(path) = d.plugin_path() {
+                    match plugin_store::sha256_file(path) {
+                        Ok(h) => {
+                            let pin = match plugin_store::is_pinned_plugin(kind, &h) {
+                                Some(true) => " (the pinned plugin)",
+                                Some(false) => " (not the pinned plugin)",
+                                None => "",
+                            };
+                            println!("{:<35} sha256 {h}{pin}", "")
+                        }
+                        Err(e) => println!("{:<35} sha256 unavailable: {e}", ""),
+                    }
+                }
             }
             Err(e) => println!(
                 "{:<7} {:<9} {:<8} {:<8} unavailable: {e}",

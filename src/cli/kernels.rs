@@ -172,9 +172,40 @@ pub struct CheckArgs {
     pub seed: u64,
 }
 
+/// `check` and `tune` make a problem's inputs, their f64 copies and the float64 reference
+/// on the host: a problem whose inputs the host cannot hold is refused before any of it is
+/// allocated (the allocation would abort the process). The probe reserves and frees without
+/// touching the memory.
+pub fn preflight(k: &ShippedKernel, dtype: DType, shape: &[usize]) -> Result<(), CliError> {
+    (k.launch)(shape).map_err(CliError::Usage)?;
+    // An f64 value, its rounded copy and the tensor itself, per input element.
+    let per_element = 16 + dtype.size_bytes();
+    let mut need = 0usize;
+    for s in (k.input_shapes)(shape) {
+        let n = tessera_lowering::host::element_count(dtype, &s).map_err(RuntimeError::from)?;
+        need = n
+            .checked_mul(per_element)
+            .and_then(|b| b.checked_add(need))
+            .ok_or_else(|| {
+                CliError::Usage(format!(
+                    "kernel `{}` on {shape:?} {dtype}: its inputs overflow the address space",
+                    k.name
+                ))
+            })?;
+    }
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(need).map_err(|_| {
+        CliError::Usage(format!(
+            "kernel `{}` on {shape:?} {dtype}: its inputs and float64 references need {need} bytes on the host, more than it can allocate",
+            k.name
+        ))
+    })
+}
+
 pub fn check(args: &CheckArgs) -> Result<(), CliError> {
     let k = shipped(&args.kernel)?;
     let (shape, dtype) = args.problem.resolve(k)?;
+    preflight(k, dtype, &shape)?;
     let device = Device::new(DeviceKind::parse(&args.device)?)?;
     let report = tessera_kernels::check(k, &device, dtype, &shape, args.seed)
         .map_err(|e| CliError::Usage(e.to_string()))?;

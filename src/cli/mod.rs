@@ -4,6 +4,7 @@ mod aot;
 mod bench;
 mod demo;
 mod devices;
+mod files;
 mod inputs;
 mod kernels;
 mod ops;
@@ -21,9 +22,12 @@ use std::process::ExitCode;
     about = "Kernel-authoring DSL and JIT for TPUs"
 )]
 struct Cli {
-    /// Print executable-cache statistics (hits, misses, compile time) at exit.
+    /// Print executable-cache statistics (hits, misses, evictions, compile time) at exit.
     #[arg(long, global = true)]
     stats: bool,
+    /// Show the PJRT plugins' own log lines (quiet by default unless TF_CPP_MIN_LOG_LEVEL is set).
+    #[arg(long, short, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -65,8 +69,18 @@ enum Command {
     Check(kernels::CheckArgs),
 }
 
+/// Plugins log through absl to stderr (`I0000 ... cpu_device_count set ...`): quiet unless
+/// the user asked (`--verbose`) or chose a level. Set before any plugin loads, while the
+/// process has one thread.
+fn set_plugin_log_level(verbose: bool) {
+    if std::env::var_os("TF_CPP_MIN_LOG_LEVEL").is_none() {
+        std::env::set_var("TF_CPP_MIN_LOG_LEVEL", if verbose { "0" } else { "3" });
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    set_plugin_log_level(cli.verbose);
     let result = match cli.command {
         Command::Devices => devices::run(),
         Command::Plugin { action } => plugin::run(action),
@@ -115,10 +129,12 @@ fn print_stats() {
         if let Ok(c) = d.client() {
             let s = c.cache_stats();
             eprintln!(
-                "executable cache: {} hit(s), {} miss(es), {} entr(ies), {:.1} ms compiling",
+                "executable cache: {} hit(s), {} miss(es), {} entr(ies) of {}, {} eviction(s), {:.1} ms compiling",
                 s.hits,
                 s.misses,
                 s.entries,
+                s.capacity,
+                s.evictions,
                 s.compile_time.as_secs_f64() * 1e3
             );
         }

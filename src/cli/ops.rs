@@ -17,7 +17,8 @@ pub struct CoverageArgs {
     /// Print JSON: {"core_total", "core_passing", "total", "passing", ..., "ops": [...]}.
     #[arg(long)]
     json: bool,
-    /// The sweep results to merge (default: ops/coverage/sweep.json, as `make ops-coverage` writes).
+    /// The sweep results to merge (default: ops/coverage/sweep.json, as `make ops-coverage`
+    /// writes): a regular file of at most 256 MiB.
     #[arg(long)]
     sweep: Option<PathBuf>,
     /// List every op, not only those that are not passing.
@@ -45,7 +46,13 @@ fn default_sweep() -> PathBuf {
 
 fn coverage_cmd(args: &CoverageArgs) -> Result<(), CliError> {
     let path = args.sweep.clone().unwrap_or_else(default_sweep);
-    let sweep = Sweep::load(&path).map_err(|e| CliError::Usage(e.to_string()))?;
+    let text = super::files::read_text(&path)?;
+    let sweep: Sweep = serde_json::from_str(&text).map_err(|e| {
+        CliError::Usage(format!(
+            "the sweep results {} are not valid: {e}",
+            path.display()
+        ))
+    })?;
     let c = coverage(&sweep);
     if args.json {
         let text = serde_json::to_string_pretty(&c).map_err(|e| CliError::Usage(e.to_string()))?;

@@ -6,13 +6,18 @@ use tessera_runtime::{plugin_store, DeviceKind};
 
 #[derive(Subcommand)]
 pub enum PluginAction {
-    /// Download the plugin's wheel from PyPI (pip) and unpack it into the cache folder.
+    /// Download the plugin's pinned wheel from PyPI (pip), check its sha256 and unpack it
+    /// into the cache folder.
     Install {
         /// cpu, tpu or cuda
         kind: String,
         /// Reinstall even if present.
         #[arg(long)]
         force: bool,
+        /// Install from this wheel file instead of downloading (it must be the pinned wheel:
+        /// its sha256 is checked).
+        #[arg(long)]
+        wheel: Option<std::path::PathBuf>,
     },
     /// Show each plugin kind, its PyPI package and where it is installed.
     List,
@@ -20,9 +25,12 @@ pub enum PluginAction {
 
 pub fn run(action: PluginAction) -> Result<(), CliError> {
     match action {
-        PluginAction::Install { kind, force } => {
+        PluginAction::Install { kind, force, wheel } => {
             let kind = DeviceKind::parse(&kind)?;
-            let path = plugin_store::install(kind, force)?;
+            let path = match wheel {
+                Some(w) => plugin_store::install_from_wheel(kind, &w)?,
+                None => plugin_store::install(kind, force)?,
+            };
             println!("{kind} plugin: {}", path.display());
         }
         PluginAction::List => {
@@ -33,6 +41,10 @@ pub fn run(action: PluginAction) -> Result<(), CliError> {
                     Err(_) => "not installed".to_string(),
                 };
                 println!("{:<5} {:<24} {}", e.kind.name(), e.requirement, where_);
+                match plugin_store::package_for(e.kind).and_then(|p| p.wheel) {
+                    Some(w) => println!("      pinned: {} sha256 {}", w.file, w.sha256),
+                    None => println!("      pinned: no verified wheel (install refused)"),
+                }
             }
         }
     }

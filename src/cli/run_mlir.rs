@@ -8,7 +8,8 @@ use tessera_runtime::{CompileOptions, Device, DeviceKind, HostTensor, Signature}
 
 #[derive(Args)]
 pub struct RunMlirArgs {
-    /// A StableHLO module (MLIR text) whose entry point is `@main`.
+    /// A StableHLO module (MLIR text) whose entry point is `@main`: a regular file of at
+    /// most 256 MiB, nested at most 256 levels deep ({, (, [ and < together).
     pub file: String,
     /// One per argument of @main, in order: DTYPE[DIMS]=VALUE (VALUE: random, zeros, ones, iota,
     /// a number, or a comma list). Without any, random inputs are made from @main's signature.
@@ -26,10 +27,7 @@ pub struct RunMlirArgs {
 }
 
 pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(&args.file).map_err(|source| CliError::Read {
-        path: args.file.clone(),
-        source,
-    })?;
+    let text = super::files::read_text(std::path::Path::new(&args.file))?;
     let device = match &args.device {
         Some(d) => Device::new(DeviceKind::parse(d)?)?,
         None => Device::from_env()?,
@@ -47,7 +45,10 @@ pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
     let exe = client.compile_cached(&text, &CompileOptions::default())?;
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut rng = rng(args.seed);
-    let hosts: Vec<HostTensor> = specs.iter().map(|s| s.materialize(&mut rng)).collect();
+    let hosts = specs
+        .iter()
+        .map(|s| s.materialize(&mut rng))
+        .collect::<Result<Vec<HostTensor>, _>>()?;
     let bufs = hosts
         .iter()
         .map(|h| client.upload(h))

@@ -61,6 +61,7 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
         None => shipped.default_shape.to_vec(),
         Some(s) => parse_shape(s)?,
     };
+    super::kernels::preflight(shipped, dtype, &shape)?;
     let kernel =
         crate::tuning::for_kernel(&args.kernel, &shape, dtype).map_err(|e| usage(e.to_string()))?;
     let strategy = match args.strategy.parse().map_err(usage)? {
@@ -119,6 +120,9 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
         (Some(path), Some(Ok(()))) => eprintln!("plot: {}", path.display()),
         (_, Some(Err(e))) => eprintln!("no plot: {e}"),
         _ => {}
+    }
+    if let Some(why) = &report.cache_write_error {
+        eprintln!("warning: the result was not cached ({why}); the next run tunes again");
     }
     Ok(())
 }
@@ -212,7 +216,9 @@ fn print_table(r: &TuneReport, top: usize) {
     for e in rejected {
         println!("  rejected {}: {}", e.config, describe(&e.outcome));
     }
-    if let Some(p) = &r.cache_path {
-        println!("cache: {}", p.display());
+    match (&r.cache_path, &r.cache_write_error) {
+        (Some(p), None) => println!("cache: {}", p.display()),
+        (Some(p), Some(_)) => println!("cache: {} (not written)", p.display()),
+        _ => {}
     }
 }

@@ -75,6 +75,9 @@ pub struct TuneReport {
     pub space_size: usize,
     /// The cache file (absent in mode `off`).
     pub cache_path: Option<PathBuf>,
+    /// Why the result could not be written to `cache_path` (a read-only cache folder, ...):
+    /// the result stands, but the next run tunes again.
+    pub cache_write_error: Option<String>,
     /// Wall time of this call: the tuning work.
     pub elapsed: Duration,
 }

@@ -110,6 +110,7 @@ pub fn tune(
         // Counted below, where needed: a cache hit reads it instead (it must stay cheap).
         space_size: 0,
         cache_path: None,
+        cache_write_error: None,
         elapsed: Duration::ZERO,
     };
     if options.mode == AutotuneMode::Off {
@@ -134,11 +135,20 @@ pub fn tune(
     report.cache_path = Some(key.path(&options.cache_dir));
 
     match cache::load(&key, &options.cache_dir) {
-        Ok(entry) if !options.retune => {
-            from_cache(&mut report, &entry);
-            report.elapsed = start.elapsed();
-            return Ok(report);
-        }
+        Ok(entry) if !options.retune => match cached_config(&entry, &space) {
+            Ok(config) => {
+                from_cache(&mut report, &entry, config);
+                report.elapsed = start.elapsed();
+                return Ok(report);
+            }
+            // A hand-edited or stale file: tune again (and overwrite it) instead of
+            // launching a config the space does not allow.
+            Err(why) => tracing::warn!(
+                "ignoring the cached config of {} in {}: {why}",
+                kernel.name(),
+                key.path(&options.cache_dir).display()
+            ),
+        },
         Ok(_) => {}
         Err(miss) => tracing::debug!("autotune cache miss for {}: {miss:?}", kernel.name()),
     }
@@ -194,7 +204,7 @@ pub fn tune(
         options.measure.confirm,
         &mut report,
     )?;
-    store(&report, key, &options.cache_dir);
+    report.cache_write_error = store(&report, key, &options.cache_dir).err();
     report.elapsed = start.elapsed();
     Ok(report)
 }
@@ -231,13 +241,29 @@ fn cache_key(
     })
 }
 
-fn from_cache(report: &mut TuneReport, entry: &CacheEntry) {
-    let ms = |v: f64| Duration::from_secs_f64(v.max(0.0) / 1e3);
-    report.source = Source::Cache;
-    // A config string that no longer parses (hand-edited file) keeps the default.
-    if let Ok(c) = entry.best_config.parse() {
-        report.config = c;
+/// The cached best config, if it is one the space allows: it parses, names every tunable
+/// with one of its candidates, and passes the constraints.
+fn cached_config(entry: &CacheEntry, space: &Space) -> Result<Config, String> {
+    let config: Config = entry
+        .best_config
+        .parse()
+        .map_err(|e| format!("`{}` does not parse: {e}", entry.best_config))?;
+    if config.pairs().len() != space.tunables.len() || space.indices_of(&config).is_none() {
+        return Err(format!(
+            "`{config}` is not in the space {}",
+            space.describe()
+        ));
     }
+    space
+        .check(&config)
+        .map_err(|why| format!("`{config}` breaks a constraint: {why}"))?;
+    Ok(config)
+}
+
+fn from_cache(report: &mut TuneReport, entry: &CacheEntry, config: Config) {
+    let ms = |v: f64| Duration::try_from_secs_f64(v / 1e3).unwrap_or(Duration::ZERO);
+    report.source = Source::Cache;
+    report.config = config;
     report.best_time = Some(ms(entry.best_ms));
     report.space_size = entry.space_size;
     report.default_time = Some(ms(entry.default_ms));
@@ -259,8 +285,8 @@ fn from_cache(report: &mut TuneReport, entry: &CacheEntry) {
 }
 
 /// Writes the result; a cache that cannot be written costs the next run a re-tune, not
-/// this one its result.
-fn store(report: &TuneReport, key: CacheKey, cache_dir: &std::path::Path) {
+/// this one its result (the reason is returned for the report).
+fn store(report: &TuneReport, key: CacheKey, cache_dir: &std::path::Path) -> Result<(), String> {
     let ms = |t: Option<Duration>| t.map_or(f64::NAN, |t| t.as_secs_f64() * 1e3);
     let evaluations = report
         .history
@@ -286,10 +312,12 @@ fn store(report: &TuneReport, key: CacheKey, cache_dir: &std::path::Path) {
         report.space_size,
         evaluations,
     );
-    if let Err(e) = cache::store(&entry, cache_dir) {
-        tracing::warn!(
+    cache::store(&entry, cache_dir).map(drop).map_err(|e| {
+        let why = format!(
             "writing the autotune cache under {}: {e}",
             cache_dir.display()
         );
-    }
+        tracing::warn!("{why}");
+        why
+    })
 }
