@@ -183,6 +183,7 @@ def no_dropout(model):
 
 
 REL_TOL = 1e-4
+TORCH_FACTOR = 4.0
 # Elementwise floor of the norm comparison: gradients that are zero in exact arithmetic (a
 # conv bias before batch norm) are rounding noise of ~1e-9 on both sides.
 ABS_TOL = 1e-6
@@ -227,12 +228,17 @@ def run_model(name, table=None, compare_ops=False):
                 if (a is None) != (b is None):
                     mismatch.append(f"{label}[{i}]: None on one side")
                 continue
-            # float32 end to end through a network: each op is within its own tolerance and
-            # the differences compound over depth, so a tensor is compared as a whole: relative
-            # error of the Frobenius norm at most REL_TOL (and NaN where torch has NaN).
-            err = min(rel_error(b, a), rel_error(b.double(), a64))
-            if err > REL_TOL:
-                mismatch.append(f"{label}[{i}]: relative error {err:.2e} > {REL_TOL:g} (shape {list(a.shape)})")
+            # float32 end to end through a network: each op is within its own tolerance and the
+            # differences compound over depth, so a tensor is compared as a whole (relative error
+            # of the Frobenius norm). It passes within REL_TOL of torch's float32 result, or when
+            # it is no further from torch's float64 result than TORCH_FACTOR times torch's own
+            # float32 result is (a small model's gradients can be ill-conditioned: measured for
+            # BERT's embedding gradient, torch float32 is 2.3e-3 from float64).
+            err32, err64 = rel_error(b, a), rel_error(b.double(), a64)
+            torch_err = rel_error(a.double(), a64)
+            if err32 > REL_TOL and err64 > max(REL_TOL, TORCH_FACTOR * torch_err):
+                mismatch.append(f"{label}[{i}]: relative error {err32:.2e} from torch float32, {err64:.2e} "
+                                f"from float64 (torch float32: {torch_err:.2e}; shape {list(a.shape)})")
     return {"ops": sum(route.ran.values()), "distinct": len(route.ran), "missing": dict(route.missing),
             "views": sum(route.views.values()),
             "errors": dict(route.errors), "mismatch": mismatch, "differs": route.differs}
