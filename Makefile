@@ -17,9 +17,12 @@ CARGO ?= cargo
 # PyTorch (the ATen ops' oracle) from PyPI: its x86_64 wheels are CUDA builds (~3 GB with the
 # nvidia packages); installed once into the venv and kept.
 TORCH := torch==2.15.0
+# Real model code for python/tests/test_models.py (small configs, random weights, no downloads);
+# torchvision 0.29.2 is the newest on PyPI and runs its models' Python code on torch 2.15.
+MODEL_PACKAGES := torchvision==0.29.2 transformers==5.23.0
 SWEEP_JSON := $(TESSERA_CACHE_DIR)/ops-sweep.json
 
-.PHONY: setup sysdeps venv torch python plugin build demo test test-rust test-python ops-coverage bench clean-cache
+.PHONY: setup sysdeps venv torch python plugin build demo test test-rust test-python ops-coverage models bench clean-cache
 
 setup: sysdeps venv
 
@@ -39,9 +42,9 @@ $(VENV)/.ready:
 	touch $@
 
 # torch, pytest and maturin, for the PyTorch bridge (python/) and the ATen op sweep.
-torch: $(VENV)/.torch
-$(VENV)/.torch: $(VENV)/.ready
-	$(PY) -m pip install -q $(TORCH) pytest==9.2.0 expecttest hypothesis maturin==1.16.0
+torch: $(VENV)/.torch2
+$(VENV)/.torch2: $(VENV)/.ready
+	$(PY) -m pip install -q $(TORCH) pytest==9.2.0 expecttest hypothesis maturin==1.16.0 $(MODEL_PACKAGES)
 	touch $@
 
 # The bridge: python/ (PyO3) built by maturin into the venv as the package `tessera`.
@@ -77,6 +80,10 @@ test-python:
 ops-coverage: plugin python
 	time $(PY) python/tools/check_ops.py --all --quiet --out ops/coverage/sweep.json
 	$(CARGO) run -q --bin tessera -- ops coverage
+
+# Every model of python/tools/model_routing.py through Tessera's lowerings, with a report.
+models: plugin python
+	$(PY) python/tools/model_routing.py
 
 bench: plugin
 	$(CARGO) bench --bench runtime --bench kernels
