@@ -18,7 +18,7 @@ mod ops;
 pub use error::InterpError;
 
 use crate::host::HostTensor;
-use crate::trace::{BlockOperand, KernelProgram};
+use crate::ir::{BlockOperand, KernelProgram};
 use array::Array;
 use eval::{Machine, Rt};
 use ops::{copy_window, paste_window};

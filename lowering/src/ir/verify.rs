@@ -3,7 +3,7 @@
 
 use super::func::Func;
 use super::loc::Loc;
-use super::op::{BinaryOp, Literal, Offset, OpKind, Operation, Region, UnaryOp, ValueId};
+use super::op::{Literal, Offset, OpKind, Operation, Region, ValueId};
 use super::types::Type;
 use crate::dtype::DType;
 
@@ -185,12 +185,7 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             one(1)?;
             let x = ty(*x)?;
             let (dtype, _) = value_of(x, "operand")?;
-            let ok = match u {
-                UnaryOp::Not => dtype == DType::Bool || dtype.is_int(),
-                UnaryOp::Neg | UnaryOp::Abs => dtype != DType::Bool,
-                _ => dtype.is_float(),
-            };
-            if !ok {
+            if !u.info().domain.admits(dtype) {
                 return Err(format!("not defined for {dtype}"));
             }
             same(results[0], x, "result")
@@ -200,11 +195,7 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             let (l, r) = (ty(*lhs)?, ty(*rhs)?);
             let (dtype, _) = value_of(l, "lhs")?;
             same(r, l, "rhs")?;
-            let ok = match b {
-                BinaryOp::And | BinaryOp::Or => dtype == DType::Bool || dtype.is_int(),
-                _ => dtype != DType::Bool,
-            };
-            if !ok {
+            if !b.info().domain.admits(dtype) {
                 return Err(format!("not defined for {dtype}"));
             }
             same(results[0], l, "result")

@@ -3,7 +3,7 @@
 
 use super::error::MosaicError;
 use super::printer::{Printer, V};
-use super::types::{elem, literal, mlir_type, vector};
+use super::types::{literal, mlir_type, vector};
 use crate::dtype::DType;
 use crate::ir::{Func, Literal, MemorySpace, Offset, OpKind, Operation, Region, Type, ValueId};
 use std::collections::HashMap;
@@ -259,7 +259,7 @@ impl<'a> Lower<'a> {
         let (dtype, shape, space) = self.ref_type(op, src)?;
         let r = self.val(src, op)?;
         if space == MemorySpace::Smem && shape.is_empty() {
-            return Ok(self.p.op1("memref.load", &[&r], "", elem(dtype).into()));
+            return Ok(self.p.op1("memref.load", &[&r], "", vector(dtype, &[])));
         }
         vector_memory(op, space, &shape)?;
         let idx = self.indices(op, starts, shape.len())?;
@@ -304,7 +304,7 @@ impl<'a> Lower<'a> {
         let mut operands = vec![&r];
         operands.extend(idx.iter());
         if space == MemorySpace::Smem {
-            return Ok(self.p.op1("memref.load", &operands, "", elem(dtype).into()));
+            return Ok(self.p.op1("memref.load", &operands, "", vector(dtype, &[])));
         }
         vector_memory(op, space, &shape)?;
         let ones = vec![1; shape.len()];
@@ -350,7 +350,7 @@ impl<'a> Lower<'a> {
             "vector.extract",
             &[v],
             &format!("static_position = {pos}"),
-            elem(dtype).into(),
+            vector(dtype, &[]),
         )
     }
 

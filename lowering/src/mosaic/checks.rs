@@ -5,8 +5,8 @@
 use super::error::MosaicError;
 use super::generation::TpuGeneration;
 use crate::dtype::DType;
+use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram};
 use crate::ir::{Func, MemorySpace, Region, ValueId};
-use crate::trace::{BlockOperand, DimensionSemantics, KernelProgram};
 use std::collections::HashSet;
 
 /// What a kernel needs in VMEM, in bytes.

@@ -4,8 +4,8 @@
 
 use super::error::MosaicError;
 use super::MosaicKernel;
+use crate::ir::KernelProgram;
 use crate::stablehlo::{mlir_string, FuncBuilder, Module, TensorType};
-use crate::trace::KernelProgram;
 use base64::Engine;
 
 /// The `backend_config` JSON, formatted like jax's `tpu_custom_call.py` (XLA parses it

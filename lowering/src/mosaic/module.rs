@@ -8,8 +8,8 @@ use super::printer::{result_types, Flavor, Printer, V};
 use super::types::{dense_array, mlir_type};
 use super::MOSAIC_VERSION;
 use crate::ir::Func;
+use crate::ir::KernelProgram;
 use crate::stablehlo::mlir_string;
-use crate::trace::KernelProgram;
 
 /// The whole module as text in `flavor`.
 pub(crate) fn print_module(program: &KernelProgram, flavor: Flavor) -> Result<String, MosaicError> {

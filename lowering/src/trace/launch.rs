@@ -31,11 +31,11 @@ use super::block_spec::BlockSpec;
 use super::builder::{with, Session};
 use super::element::Element;
 use super::error::TraceError;
-use super::program::{BlockOperand, DimensionSemantics, KernelProgram, ScratchBuffer};
 use super::tracer::KernelTracer;
 use super::value::{Scalar, Traced};
 use crate::dtype::DType;
 use crate::ir::{verify, Func, Loc, MemorySpace, Type};
+use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram, ScratchBuffer};
 use crate::kernel::{Generic, Kernel, ParamInfo, ParamRole};
 use std::marker::PhantomData;
 

@@ -41,7 +41,6 @@ mod index;
 mod launch;
 mod math;
 mod operand;
-mod program;
 mod refs;
 mod shape_ops;
 mod tracer;
@@ -59,7 +58,8 @@ pub use index::{IndexList, IndexValue, IntoIndex};
 pub use launch::{Launch, ScratchSpec, Smem, Vmem};
 pub use math::{abs, ceil, cos, erf, exp, floor, log, rsqrt, sigmoid, sin, sqrt, tanh};
 pub use operand::{Operand, ScalarOperand};
-pub use program::{BlockOperand, DimensionSemantics, KernelProgram, ScratchBuffer};
+// The traced program is IR; re-exported here because the launch API returns it.
+pub use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram, ScratchBuffer};
 pub use refs::{Ref, RefMut, Scratch};
 pub use shape_ops::{full, iota, max, min, sum, where_, zeros, zeros_like, Axes};
 pub use tracer::KernelTracer;

@@ -29,7 +29,7 @@ mod plan;
 
 pub use error::EmitError;
 
-use crate::trace::{BlockOperand, DimensionSemantics, KernelProgram};
+use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram};
 use plan::{Operand, Plan, Scratch};
 
 /// Which StableHLO form to emit.

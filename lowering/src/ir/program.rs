@@ -1,8 +1,8 @@
 //! `KernelProgram`: a traced, checked kernel launch. This is what the emitters (StableHLO,
 //! Mosaic), the interpreter and the runtime consume.
 
+use super::{hash_func_into, Fnv1a, Func, Loc, MemorySpace};
 use crate::dtype::DType;
-use crate::ir::{hash_func_into, Fnv1a, Func, Loc, MemorySpace};
 use std::fmt;
 
 /// How a grid axis may be scheduled (Mosaic's `dimension_semantics`).
