@@ -19,6 +19,8 @@ pub use op::{
     BinaryOp, CompareOp, Literal, Offset, OpKind, Operation, ReduceOp, Region, UnaryOp, ValueId,
 };
 pub use op_info::{CostClass, Domain, MosaicOps, OpInfo};
-pub use program::{BlockOperand, DimensionSemantics, KernelProgram, ScratchBuffer};
+pub use program::{
+    BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand, ScratchBuffer,
+};
 pub use types::{MemorySpace, Type};
 pub use verify::{check_op, dot_accumulator, reduced_shape, verify, VerifyError};

@@ -331,8 +331,8 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             if ld != rd {
                 return Err(format!("operands have different dtypes {ld} and {rd}"));
             }
-            let acc =
-                dot_accumulator(ld).ok_or_else(|| format!("not defined for {ld} (floats only)"))?;
+            let acc = dot_accumulator(ld)
+                .ok_or_else(|| format!("not defined for {ld} (floats and i8 only)"))?;
             let (m, k) = if *transpose_lhs {
                 (ls[1], ls[0])
             } else {
@@ -401,7 +401,12 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
 /// The accumulation (and result) dtype of `dot` on `dtype` operands: f32 for every float,
 /// as on the TPU (f64 is not a TPU type; it is accumulated in f32 like the others).
 pub fn dot_accumulator(dtype: DType) -> Option<DType> {
-    dtype.is_float().then_some(DType::F32)
+    match dtype {
+        d if d.is_float() => Some(DType::F32),
+        // The MXU's integer mode: int8 products summed exactly in int32.
+        DType::I8 => Some(DType::I32),
+        _ => None,
+    }
 }
 
 /// The shape after reducing `axes` of `shape`.

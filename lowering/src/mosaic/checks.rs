@@ -88,6 +88,13 @@ pub fn check_no_64_bit(program: &KernelProgram) -> Result<(), MosaicError> {
             return err(format!("operand `{}`", o.name), o.dtype, program.launch_loc);
         }
     }
+    if let Some(p) = program.prefetch.iter().find(|p| wide(p.dtype)) {
+        return err(
+            format!("scalar prefetch `{}`", p.name),
+            p.dtype,
+            program.launch_loc,
+        );
+    }
     if let Some(s) = program.scratch.iter().find(|s| wide(s.dtype)) {
         return err(format!("scratch `{}`", s.name), s.dtype, program.launch_loc);
     }
@@ -185,7 +192,7 @@ pub fn check_reduction_axes(program: &KernelProgram) -> Result<(), MosaicError> 
                 output: o.name.clone(),
                 axis,
                 reason,
-                loc: program.launch_loc,
+                loc: program.semantics_loc,
             });
         }
     }
