@@ -126,3 +126,24 @@ fn int8_matmul_compiles_with_libtpu_for_three_generations() {
         assert!(out.code_bytes > 0, "{topology}");
     }
 }
+
+#[test]
+fn the_backend_for_a_tpu_is_the_mosaic_custom_call() {
+    use tessera_lowering::backend::{lower, Backend, Target};
+    let program = program();
+    let tpu = Backend::for_target(Target::Tpu(TpuGeneration::V6e), Form::Auto);
+    assert_eq!(tpu, Backend::Mosaic(TpuGeneration::V6e));
+    let text = lower(&program, tpu).unwrap().expect("a module");
+    assert!(
+        text.contains("call_target_name = \"tpu_custom_call\""),
+        "{text}"
+    );
+    let cpu = Backend::for_target(Target::StableHlo, Form::GridLoop);
+    let text = lower(&program, cpu).unwrap().expect("a module");
+    assert!(
+        text.contains("\"stablehlo.while\"") && !text.contains("tpu_custom_call"),
+        "{text}"
+    );
+    let interp = Backend::for_target(Target::Interpreter, Form::Auto);
+    assert!(lower(&program, interp).unwrap().is_none());
+}
