@@ -2,14 +2,18 @@
 """Print the launch structure of Mosaic kernels as JSON, for comparing Tessera with Pallas.
 
 Usage:
-  pallas_structure.py [--add M N BM BN] [--matmul M N K B] [--softmax M N BM] [--dtype D]
+  pallas_structure.py [--add M N BM BN] [--matmul M N K B] [--softmax M N BM]
+                      [--gather N_OUT V] [--bmm B M K N] [--dtype D]
       Lowers the Pallas equivalents of Tessera's add, matmul (f32 VMEM accumulator, k axis
-      `arbitrary`) and row softmax for TPU -- no TPU needed -- and prints one JSON object
-      {"add": S, "matmul": S, "softmax": S}.
+      `arbitrary`), row softmax, a row-block gather by scalar-prefetched indices
+      (`PrefetchScalarGridSpec`) and a batched matmul with a squeezed (`None`) batch dim for
+      TPU -- no TPU needed -- and prints one JSON object
+      {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S}.
   pallas_structure.py --module FILE [FILE ...]
       Prints {FILE: S} for Mosaic modules as text (serialized or readable), e.g. Tessera's.
 
 S = {"iteration_bounds": [..], "dimension_semantics": [..], "scratch_operands": n,
+     "scalar_prefetch": n,
      "arg_types": [..kernel func argument types..],
      "window_params": [{"window_bounds": [..], "index_map": [["arg", i] | ["const", c] | ["expr", op]]}]}
 where `index_map` says, per block dim, what the transform function returns: a grid index,
@@ -82,6 +86,38 @@ def softmax(m, n, bm, dtype):
     return call, [jax.ShapeDtypeStruct((m, n), dtype)]
 
 
+def gather(n_out, v, dtype):
+    # Output block i is row block idx[i] of x: the index map reads the prefetched indices.
+    def kernel(idx_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1,
+        grid=(n_out,),
+        in_specs=[pl.BlockSpec((8, 128), lambda i, idx: (idx[i], 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i, idx: (i, 0)),
+    )
+    call = pl.pallas_call(kernel, grid_spec=grid_spec, out_shape=jax.ShapeDtypeStruct((n_out * 8, 128), dtype),
+                          compiler_params=parallel(1))
+    return call, [jax.ShapeDtypeStruct((n_out,), jnp.int32), jax.ShapeDtypeStruct((v * 8, 128), dtype)]
+
+
+def bmm(b, m, k, n, dtype):
+    # One batch per grid step along axis 0; the batch dim is squeezed out of every block.
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+    call = pl.pallas_call(
+        kernel,
+        grid=(b, 1),
+        in_specs=[pl.BlockSpec((None, m, k), lambda bi, i: (bi, i, 0)), pl.BlockSpec((None, k, n), lambda bi, i: (bi, 0, 0))],
+        out_specs=pl.BlockSpec((None, m, n), lambda bi, i: (bi, i, 0)),
+        out_shape=jax.ShapeDtypeStruct((b, m, n), dtype),
+        compiler_params=parallel(2),
+    )
+    return call, [jax.ShapeDtypeStruct((b, m, k), dtype), jax.ShapeDtypeStruct((b, k, n), dtype)]
+
+
 def mosaic_body(call, args):
     """The Mosaic module bytes inside the lowered tpu_custom_call."""
     text = jax.jit(call).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
@@ -123,6 +159,7 @@ def structure(source):
             "iteration_bounds": ints(kernel.attributes["iteration_bounds"]),
             "dimension_semantics": re.findall(r"dimension_semantics<(\w+)>", str(kernel.attributes["dimension_semantics"])),
             "scratch_operands": ir.IntegerAttr(kernel.attributes["scratch_operands"]).value,
+            "scalar_prefetch": ir.IntegerAttr(kernel.attributes["scalar_prefetch"]).value,
             "arg_types": [str(t) for t in ftype.inputs],
             "window_params": windows,
         }
@@ -148,6 +185,8 @@ def main(argv):
     ap.add_argument("--add", nargs=4, type=int, default=[256, 512, 128, 256], metavar=("M", "N", "BM", "BN"))
     ap.add_argument("--matmul", nargs=4, type=int, default=[256, 256, 384, 128], metavar=("M", "N", "K", "B"))
     ap.add_argument("--softmax", nargs=3, type=int, default=[64, 256, 16], metavar=("M", "N", "BM"))
+    ap.add_argument("--gather", nargs=2, type=int, default=[4, 6], metavar=("N_OUT", "V"))
+    ap.add_argument("--bmm", nargs=4, type=int, default=[3, 128, 256, 128], metavar=("B", "M", "K", "N"))
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--module", nargs="+", metavar="FILE")
     a = ap.parse_args(argv)
@@ -155,7 +194,8 @@ def main(argv):
         out = {f: structure(open(f, encoding="utf-8").read()) for f in a.module}
     else:
         dtype = jnp.dtype(a.dtype)
-        kernels = {"add": add(*a.add, dtype), "matmul": matmul(*a.matmul, dtype), "softmax": softmax(*a.softmax, dtype)}
+        kernels = {"add": add(*a.add, dtype), "matmul": matmul(*a.matmul, dtype), "softmax": softmax(*a.softmax, dtype),
+                   "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype)}
         out = {name: structure(mosaic_body(call, args)) for name, (call, args) in kernels.items()}
     print(json.dumps(out, indent=1, sort_keys=True))
     return 0

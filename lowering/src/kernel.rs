@@ -9,6 +9,9 @@ use half::{bf16, f16};
 /// What a parameter is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ParamRole {
+    /// A scalar-prefetch array (Pallas' `PrefetchScalarGridSpec`): a whole integer array
+    /// placed in SMEM before the grid runs, readable by the body and by index maps.
+    Prefetch,
     Input,
     Output,
     Scratch,

@@ -166,8 +166,8 @@ fn scratch_counts_toward_vmem() {
 }
 
 #[test]
-fn reduction_axis_marked_parallel_is_an_error_at_the_launch() {
-    let launch_line = line!() + 8;
+fn reduction_axis_marked_parallel_is_an_error_at_the_semantics_call() {
+    let semantics_line = line!() + 7;
     let p = matmul::launch()
         .grid([2, 2, 3])
         .input(BlockSpec::new([128, 128], |i, _j, k| [i, k]))
@@ -185,7 +185,7 @@ fn reduction_axis_marked_parallel_is_an_error_at_the_launch() {
         panic!("expected a reduction-axis error, got {err}")
     };
     assert_eq!((output.as_str(), *axis), ("o", 2));
-    assert_eq!(at(*loc), here(launch_line), "{err}");
+    assert_eq!(at(*loc), here(semantics_line), "{err}");
     assert!(err.to_string().contains("must be `Arbitrary`"), "{err}");
 }
 

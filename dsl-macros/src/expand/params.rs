@@ -19,6 +19,7 @@ pub fn infos(lowering: &Lowering, params: &[Param]) -> Vec<TokenStream> {
             let l = lowering.at(span);
             let name = syn::LitStr::new(&param.name.unraw().to_string(), span);
             let role = match param.role {
+                Role::Prefetch => quote_spanned!(span=> Prefetch),
                 Role::Input => quote_spanned!(span=> Input),
                 Role::Output => quote_spanned!(span=> Output),
                 Role::Scratch => quote_spanned!(span=> Scratch),
@@ -50,6 +51,7 @@ pub fn bindings(params: &[Param], tracer: &Ident) -> (Vec<TokenStream>, Vec<Toke
             let elem = &param.elem;
             let index = param.index;
             let (getter, mutability) = match param.role {
+                Role::Prefetch => (quote_spanned!(span=> prefetch), None),
                 Role::Input => (quote_spanned!(span=> input), None),
                 Role::Output => (
                     quote_spanned!(span=> output),

@@ -1,4 +1,5 @@
-//! Kernel parameters: `&Ref<E>` inputs, `&mut RefMut<E>` outputs, `&mut Scratch<E>` scratch.
+//! Kernel parameters: `&Prefetch<i32>` scalar-prefetch arrays, `&Ref<E>` inputs,
+//! `&mut RefMut<E>` outputs, `&mut Scratch<E>` scratch.
 
 use quote::ToTokens;
 use syn::punctuated::Punctuated;
@@ -10,6 +11,7 @@ use super::Errors;
 /// What a parameter is to the launch; it decides which tracer getter binds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    Prefetch,
     Input,
     Output,
     Scratch,
@@ -18,6 +20,7 @@ pub enum Role {
 impl Role {
     fn of(type_name: &str) -> Option<Self> {
         match type_name {
+            "Prefetch" => Some(Role::Prefetch),
             "Ref" => Some(Role::Input),
             "RefMut" => Some(Role::Output),
             "Scratch" => Some(Role::Scratch),
@@ -29,6 +32,7 @@ impl Role {
     fn spelling(self, elem: &Type) -> String {
         let elem = elem.to_token_stream().to_string();
         match self {
+            Role::Prefetch => format!("&Prefetch<{elem}>"),
             Role::Input => format!("&Ref<{elem}>"),
             Role::Output => format!("&mut RefMut<{elem}>"),
             Role::Scratch => format!("&mut Scratch<{elem}>"),
@@ -37,6 +41,7 @@ impl Role {
 
     fn noun(self) -> &'static str {
         match self {
+            Role::Prefetch => "a scalar-prefetch array",
             Role::Input => "an input block ref",
             Role::Output => "an output block ref",
             Role::Scratch => "a scratch buffer",
@@ -57,8 +62,9 @@ pub struct Param {
 }
 
 const PARAM_TYPES: &str = "a kernel parameter is `&Ref<E>` (an input block), `&mut RefMut<E>` \
-     (an output block) or `&mut Scratch<E>` (a scratch buffer), where `E` is an element type such \
-     as `f32` or the kernel's generic parameter";
+     (an output block), `&mut Scratch<E>` (a scratch buffer) or `&Prefetch<i32>` (a \
+     scalar-prefetch array), where `E` is an element type such as `f32` or the kernel's generic \
+     parameter";
 
 pub fn parse(
     inputs: &Punctuated<FnArg, Comma>,
@@ -137,7 +143,7 @@ fn classify(ty: &Type, errors: &mut Errors) -> Option<(Role, Type)> {
 }
 
 fn check_mutability(reference: &TypeReference, role: Role, elem: &Type, errors: &mut Errors) {
-    let wants_mut = role != Role::Input;
+    let wants_mut = !matches!(role, Role::Input | Role::Prefetch);
     if reference.mutability.is_some() != wants_mut {
         let why = if wants_mut {
             "is written"
@@ -155,7 +161,8 @@ fn check_mutability(reference: &TypeReference, role: Role, elem: &Type, errors: 
     }
 }
 
-/// `Ref<E>` / `RefMut<E>` / `Scratch<E>` (any path ending so) -> its role and `E`.
+/// `Ref<E>` / `RefMut<E>` / `Scratch<E>` / `Prefetch<E>` (any path ending so) -> its role
+/// and `E`.
 fn ref_type(ty: &Type) -> Option<(Role, Type)> {
     let Type::Path(path) = ty else { return None };
     let last = path.path.segments.last().filter(|_| path.qself.is_none())?;

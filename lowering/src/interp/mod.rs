@@ -5,6 +5,7 @@
 //! Values are f64 rounded to their dtype after every op (so bf16 behaves like bf16), `dot`
 //! accumulates in f32, and every block and slice is bounds-checked. Integers are exact up
 //! to 2^53. Outputs start as NaN (floats) or 0, so blocks a kernel never writes show up.
+//! Scalar-prefetch arrays are the first inputs; the body and every index map see them whole.
 
 // Errors are cold and carry the shapes a user needs to see; their size does not matter.
 #![allow(clippy::result_large_err)]
@@ -18,7 +19,7 @@ mod ops;
 pub use error::InterpError;
 
 use crate::host::HostTensor;
-use crate::trace::{BlockOperand, KernelProgram};
+use crate::ir::{BlockOperand, KernelProgram};
 use array::Array;
 use eval::{Machine, Rt};
 use ops::{copy_window, paste_window};
@@ -27,12 +28,26 @@ use std::rc::Rc;
 /// Runs `program` on `inputs` (one per program input, matching its dtype and array shape)
 /// and returns the outputs.
 pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, InterpError> {
-    if inputs.len() != program.inputs.len() {
+    let np = program.prefetch.len();
+    if inputs.len() != np + program.inputs.len() {
         return Err(InterpError::InputCount {
             kernel: program.name.clone(),
-            expected: program.inputs.len(),
+            expected: np + program.inputs.len(),
             got: inputs.len(),
         });
+    }
+    let (prefetch, inputs) = inputs.split_at(np);
+    for (p, t) in program.prefetch.iter().zip(prefetch) {
+        if t.dtype() != p.dtype || t.shape() != p.shape.as_slice() {
+            return Err(InterpError::InputMismatch {
+                kernel: program.name.clone(),
+                name: p.name.clone(),
+                expected_dtype: p.dtype,
+                expected_shape: p.shape.clone(),
+                got_dtype: t.dtype(),
+                got_shape: t.shape().to_vec(),
+            });
+        }
     }
     let operands = program.inputs.iter().chain(&program.outputs);
     if let Some(o) = operands.into_iter().find(|o| o.dtype.is_complex()) {
@@ -58,20 +73,26 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
         .iter()
         .map(|t| Array::new(t.dtype(), t.shape().to_vec(), t.to_f64_vec()))
         .collect();
+    // An aliased output starts as its input (they are one buffer).
     let mut outputs: Vec<Array> = program
         .outputs
         .iter()
-        .map(|o| {
-            Array::filled(
+        .enumerate()
+        .map(|(j, o)| match program.aliases.iter().find(|a| a.1 == j) {
+            Some(&(i, _)) => arrays[i].clone(),
+            None => Array::filled(
                 o.dtype,
                 o.array_shape.clone(),
                 if o.dtype.is_float() { f64::NAN } else { 0.0 },
-            )
+            ),
         })
         .collect();
+    // Buffers: the prefetch arrays (whole, as SMEM holds them), the blocks, the scratch.
     let blocks = program.inputs.iter().chain(&program.outputs);
-    let mut buffers: Vec<Array> = blocks
-        .map(|o| Array::filled(o.dtype, o.block_shape.clone(), 0.0))
+    let mut buffers: Vec<Array> = prefetch
+        .iter()
+        .map(|t| Array::new(t.dtype(), t.shape().to_vec(), t.to_f64_vec()))
+        .chain(blocks.map(|o| Array::filled(o.dtype, o.ref_shape(), 0.0)))
         .chain(
             program
                 .scratch
@@ -85,9 +106,9 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
     for _ in 0..program.num_steps() {
         let mut starts = Vec::new();
         for (k, o) in program.inputs.iter().chain(&program.outputs).enumerate() {
-            let s = block_starts(program, o, &step)?;
+            let s = block_starts(&program.grid, o, &step, &mut buffers[..np])?;
             let src = if k < ni { &arrays[k] } else { &outputs[k - ni] };
-            buffers[k].data = copy_window(&src.data, &src.shape, &s, &o.block_shape);
+            buffers[np + k].data = copy_window(&src.data, &src.shape, &s, &o.block_shape);
             starts.push(s);
         }
         let args = (0..buffers.len()).map(Rt::Ref).collect();
@@ -99,7 +120,7 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
                 &out.shape,
                 &starts[ni + k],
                 &o.block_shape,
-                &buffers[ni + k].data,
+                &buffers[np + ni + k].data,
             );
         }
         advance(&mut step, &program.grid);
@@ -108,6 +129,18 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
         .into_iter()
         .map(|a| HostTensor::from_f64(a.dtype, a.shape, &a.data))
         .collect())
+}
+
+/// Evaluates `o`'s index map at every index of `grid` and reports the first block out of
+/// bounds. For maps that read no scalar-prefetch array (their blocks are known before any
+/// data is): the tracer runs it so that no backend ever sees such a block.
+pub(crate) fn check_block_indices(o: &BlockOperand, grid: &[usize]) -> Result<(), InterpError> {
+    let mut step = vec![0usize; grid.len()];
+    for _ in 0..grid.iter().product::<usize>() {
+        block_starts(grid, o, &step, &mut [])?;
+        advance(&mut step, grid);
+    }
+    Ok(())
 }
 
 /// Next grid index in lexicographic order.
@@ -123,9 +156,10 @@ fn advance(step: &mut [usize], grid: &[usize]) {
 
 /// Element offsets of the block the operand's index map selects at grid step `step`.
 fn block_starts(
-    program: &KernelProgram,
+    grid: &[usize],
     o: &BlockOperand,
     step: &[usize],
+    prefetch: &mut [Array],
 ) -> Result<Vec<usize>, InterpError> {
     let grid_args = step
         .iter()
@@ -136,8 +170,9 @@ fn block_starts(
                 vec![i as f64],
             )))
         })
+        .chain((0..prefetch.len()).map(Rt::Ref))
         .collect();
-    let results = Machine::new(&o.index_map, &mut [], &program.grid, step).call(grid_args)?;
+    let results = Machine::new(&o.index_map, prefetch, grid, step).call(grid_args)?;
     let index: Vec<i64> = results
         .iter()
         .map(|r| match r {

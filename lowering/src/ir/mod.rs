@@ -1,11 +1,14 @@
 //! The kernel IR: typed SSA values with static shapes, ops with source locations, regions
-//! for `if` and `fori`, a verifier, a stable structural hash and a text dump.
+//! for `if` and `fori`, a verifier, a stable structural hash and a text dump; and
+//! [`KernelProgram`], a traced launch (body, grid, block operands), which every emitter reads.
 
 mod display;
 mod func;
 mod hash;
 mod loc;
 mod op;
+mod op_info;
+mod program;
 mod types;
 mod verify;
 
@@ -14,6 +17,10 @@ pub use hash::{hash_func_into, structural_hash, Fnv1a};
 pub use loc::Loc;
 pub use op::{
     BinaryOp, CompareOp, Literal, Offset, OpKind, Operation, ReduceOp, Region, UnaryOp, ValueId,
+};
+pub use op_info::{CostClass, Domain, MosaicOps, OpInfo};
+pub use program::{
+    BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand, ScratchBuffer,
 };
 pub use types::{MemorySpace, Type};
 pub use verify::{check_op, dot_accumulator, reduced_shape, verify, VerifyError};

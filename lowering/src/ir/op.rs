@@ -2,6 +2,7 @@
 //! enclosing [`Func`](super::Func)'s value table.
 
 use super::loc::Loc;
+pub use super::op_info::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use std::fmt;
 
 /// An SSA value, numbered within one function.
@@ -57,54 +58,6 @@ impl fmt::Display for Offset {
         }
     }
 }
-
-macro_rules! named_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $name { $($variant),* }
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),*];
-            pub fn name(self) -> &'static str {
-                match self { $($name::$variant => $text),* }
-            }
-        }
-    };
-}
-
-named_enum!(
-    /// Elementwise functions of one operand.
-    UnaryOp {
-        Neg => "neg", Abs => "abs", Exp => "exp", Log => "log", Tanh => "tanh", Sqrt => "sqrt",
-        Rsqrt => "rsqrt", Erf => "erf", Sin => "sin", Cos => "cos", Logistic => "logistic",
-        Floor => "floor", Ceil => "ceil", Not => "not",
-    }
-);
-
-impl UnaryOp {
-    /// Ops defined only on floating-point elements.
-    pub fn float_only(self) -> bool {
-        !matches!(self, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not)
-    }
-}
-
-named_enum!(
-    /// Elementwise functions of two operands of one type.
-    BinaryOp {
-        Add => "add", Sub => "sub", Mul => "mul", Div => "div", Rem => "rem",
-        Max => "max", Min => "min", Pow => "pow", And => "and", Or => "or",
-    }
-);
-
-named_enum!(
-    /// Elementwise comparisons; results are `bool`.
-    CompareOp { Eq => "eq", Ne => "ne", Lt => "lt", Le => "le", Gt => "gt", Ge => "ge" }
-);
-
-named_enum!(
-    /// Reductions over axes.
-    ReduceOp { Sum => "sum", Max => "max", Min => "min" }
-);
 
 /// A list of ops with block arguments and the values it yields to its parent.
 #[derive(Clone, Debug, PartialEq, Default)]

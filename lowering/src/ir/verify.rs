@@ -3,7 +3,7 @@
 
 use super::func::Func;
 use super::loc::Loc;
-use super::op::{BinaryOp, Literal, Offset, OpKind, Operation, Region, UnaryOp, ValueId};
+use super::op::{Literal, Offset, OpKind, Operation, Region, ValueId};
 use super::types::Type;
 use crate::dtype::DType;
 
@@ -185,12 +185,7 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             one(1)?;
             let x = ty(*x)?;
             let (dtype, _) = value_of(x, "operand")?;
-            let ok = match u {
-                UnaryOp::Not => dtype == DType::Bool || dtype.is_int(),
-                UnaryOp::Neg | UnaryOp::Abs => dtype != DType::Bool,
-                _ => dtype.is_float(),
-            };
-            if !ok {
+            if !u.info().domain.admits(dtype) {
                 return Err(format!("not defined for {dtype}"));
             }
             same(results[0], x, "result")
@@ -200,11 +195,7 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             let (l, r) = (ty(*lhs)?, ty(*rhs)?);
             let (dtype, _) = value_of(l, "lhs")?;
             same(r, l, "rhs")?;
-            let ok = match b {
-                BinaryOp::And | BinaryOp::Or => dtype == DType::Bool || dtype.is_int(),
-                _ => dtype != DType::Bool,
-            };
-            if !ok {
+            if !b.info().domain.admits(dtype) {
                 return Err(format!("not defined for {dtype}"));
             }
             same(results[0], l, "result")
@@ -340,8 +331,8 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             if ld != rd {
                 return Err(format!("operands have different dtypes {ld} and {rd}"));
             }
-            let acc =
-                dot_accumulator(ld).ok_or_else(|| format!("not defined for {ld} (floats only)"))?;
+            let acc = dot_accumulator(ld)
+                .ok_or_else(|| format!("not defined for {ld} (floats and i8 only)"))?;
             let (m, k) = if *transpose_lhs {
                 (ls[1], ls[0])
             } else {
@@ -410,7 +401,12 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
 /// The accumulation (and result) dtype of `dot` on `dtype` operands: f32 for every float,
 /// as on the TPU (f64 is not a TPU type; it is accumulated in f32 like the others).
 pub fn dot_accumulator(dtype: DType) -> Option<DType> {
-    dtype.is_float().then_some(DType::F32)
+    match dtype {
+        d if d.is_float() => Some(DType::F32),
+        // The MXU's integer mode: int8 products summed exactly in int32.
+        DType::I8 => Some(DType::I32),
+        _ => None,
+    }
 }
 
 /// The shape after reducing `axes` of `shape`.

@@ -3,7 +3,7 @@
 
 use super::error::MosaicError;
 use super::printer::{Printer, V};
-use super::types::{elem, literal, mlir_type, vector};
+use super::types::{literal, mlir_type, vector};
 use crate::dtype::DType;
 use crate::ir::{Func, Literal, MemorySpace, Offset, OpKind, Operation, Region, Type, ValueId};
 use std::collections::HashMap;
@@ -16,6 +16,8 @@ pub(crate) struct Lower<'a> {
     pub grid: &'a [usize],
     pub grid_args: &'a [V],
     vals: HashMap<ValueId, V>,
+    /// Refs whose memref keeps dims the IR ref lacks (squeezed block dims, size 1).
+    squeezed: HashMap<ValueId, Vec<usize>>,
 }
 
 impl<'a> Lower<'a> {
@@ -31,7 +33,44 @@ impl<'a> Lower<'a> {
             grid,
             grid_args,
             vals: HashMap::new(),
+            squeezed: HashMap::new(),
         }
+    }
+
+    /// Marks `r`'s memref as having size-1 dims at `dims` (sorted) that its IR type lacks.
+    pub fn squeeze(&mut self, r: ValueId, dims: Vec<usize>) {
+        self.squeezed.insert(r, dims);
+    }
+
+    /// `shape` and `offsets` of an access to `r` as its memref sees them (squeezed dims back,
+    /// at offset 0); whole-block accesses (no offsets) stay without offsets.
+    fn unsqueezed(
+        &self,
+        r: ValueId,
+        shape: &[usize],
+        offsets: &[Offset],
+    ) -> (Vec<usize>, Vec<Offset>) {
+        let Some(dims) = self.squeezed.get(&r) else {
+            return (shape.to_vec(), offsets.to_vec());
+        };
+        let mut shape = shape.to_vec();
+        let mut offsets = offsets.to_vec();
+        for &d in dims {
+            shape.insert(d, 1);
+            if !offsets.is_empty() {
+                offsets.insert(d, Offset::Static(0));
+            }
+        }
+        (shape, offsets)
+    }
+
+    /// `v` (of `shape`) shape-cast to `to` where they differ.
+    fn cast_shape(&mut self, v: V, dtype: DType, shape: &[usize], to: &[usize]) -> V {
+        if shape == to {
+            return v;
+        }
+        self.p
+            .op1("vector.shape_cast", &[&v], "", vector(dtype, to))
     }
 
     /// Binds IR values (function params, region args) to printed values.
@@ -259,14 +298,19 @@ impl<'a> Lower<'a> {
         let (dtype, shape, space) = self.ref_type(op, src)?;
         let r = self.val(src, op)?;
         if space == MemorySpace::Smem && shape.is_empty() {
-            return Ok(self.p.op1("memref.load", &[&r], "", elem(dtype).into()));
+            return Ok(self.p.op1("memref.load", &[&r], "", vector(dtype, &[])));
         }
         vector_memory(op, space, &shape)?;
-        let idx = self.indices(op, starts, shape.len())?;
-        let result = vector(dtype, sizes.unwrap_or(&shape));
+        let sizes = sizes.cloned().unwrap_or_else(|| shape.clone());
+        let (full, starts) = self.unsqueezed(src, &shape, starts);
+        let (full_sizes, _) = self.unsqueezed(src, &sizes, &[]);
+        let idx = self.indices(op, &starts, full.len())?;
         let mut operands = vec![&r];
         operands.extend(idx.iter());
-        Ok(self.p.op1("vector.load", &operands, "", result))
+        let v = self
+            .p
+            .op1("vector.load", &operands, "", vector(dtype, &full_sizes));
+        Ok(self.cast_shape(v, dtype, &full_sizes, &sizes))
     }
 
     fn store(
@@ -276,14 +320,18 @@ impl<'a> Lower<'a> {
         starts: &[Offset],
         value: ValueId,
     ) -> Result<(), MosaicError> {
-        let (_, shape, space) = self.ref_type(op, dst)?;
+        let (dtype, shape, space) = self.ref_type(op, dst)?;
         let (r, v) = (self.val(dst, op)?, self.val(value, op)?);
         if space == MemorySpace::Smem && shape.is_empty() {
             self.p.op("memref.store", &[&v, &r], "", &[]);
             return Ok(());
         }
         vector_memory(op, space, &shape)?;
-        let idx = self.indices(op, starts, shape.len())?;
+        let (full, starts) = self.unsqueezed(dst, &shape, starts);
+        let value_shape = self.ty(value).shape().to_vec();
+        let (full_value, _) = self.unsqueezed(dst, &value_shape, &[]);
+        let v = self.cast_shape(v, dtype, &value_shape, &full_value);
+        let idx = self.indices(op, &starts, full.len())?;
         let mut operands = vec![&v, &r];
         operands.extend(idx.iter());
         self.p.op("vector.store", &operands, "", &[]);
@@ -299,12 +347,13 @@ impl<'a> Lower<'a> {
         indices: &[Offset],
     ) -> Result<V, MosaicError> {
         let (dtype, shape, space) = self.ref_type(op, src)?;
+        let (shape, indices) = self.unsqueezed(src, &shape, indices);
         let r = self.val(src, op)?;
-        let idx = self.indices(op, indices, shape.len())?;
+        let idx = self.indices(op, &indices, shape.len())?;
         let mut operands = vec![&r];
         operands.extend(idx.iter());
         if space == MemorySpace::Smem {
-            return Ok(self.p.op1("memref.load", &operands, "", elem(dtype).into()));
+            return Ok(self.p.op1("memref.load", &operands, "", vector(dtype, &[])));
         }
         vector_memory(op, space, &shape)?;
         let ones = vec![1; shape.len()];
@@ -322,8 +371,9 @@ impl<'a> Lower<'a> {
         value: ValueId,
     ) -> Result<(), MosaicError> {
         let (dtype, shape, space) = self.ref_type(op, dst)?;
+        let (shape, indices) = self.unsqueezed(dst, &shape, indices);
         let (r, v) = (self.val(dst, op)?, self.val(value, op)?);
-        let idx = self.indices(op, indices, shape.len())?;
+        let idx = self.indices(op, &indices, shape.len())?;
         if space == MemorySpace::Smem {
             let mut operands = vec![&v, &r];
             operands.extend(idx.iter());
@@ -350,7 +400,7 @@ impl<'a> Lower<'a> {
             "vector.extract",
             &[v],
             &format!("static_position = {pos}"),
-            elem(dtype).into(),
+            vector(dtype, &[]),
         )
     }
 

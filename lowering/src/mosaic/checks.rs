@@ -5,8 +5,8 @@
 use super::error::MosaicError;
 use super::generation::TpuGeneration;
 use crate::dtype::DType;
+use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram};
 use crate::ir::{Func, MemorySpace, Region, ValueId};
-use crate::trace::{BlockOperand, DimensionSemantics, KernelProgram};
 use std::collections::HashSet;
 
 /// What a kernel needs in VMEM, in bytes.
@@ -87,6 +87,13 @@ pub fn check_no_64_bit(program: &KernelProgram) -> Result<(), MosaicError> {
         if wide(o.dtype) {
             return err(format!("operand `{}`", o.name), o.dtype, program.launch_loc);
         }
+    }
+    if let Some(p) = program.prefetch.iter().find(|p| wide(p.dtype)) {
+        return err(
+            format!("scalar prefetch `{}`", p.name),
+            p.dtype,
+            program.launch_loc,
+        );
     }
     if let Some(s) = program.scratch.iter().find(|s| wide(s.dtype)) {
         return err(format!("scratch `{}`", s.name), s.dtype, program.launch_loc);
@@ -185,7 +192,7 @@ pub fn check_reduction_axes(program: &KernelProgram) -> Result<(), MosaicError> 
                 output: o.name.clone(),
                 axis,
                 reason,
-                loc: program.launch_loc,
+                loc: program.semantics_loc,
             });
         }
     }

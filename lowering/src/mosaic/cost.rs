@@ -2,8 +2,8 @@
 //! it to overlap the kernel with its neighbours (without it a custom call looks free).
 
 use super::checks::used_axes;
-use crate::ir::{Func, Literal, OpKind, Region, Type, UnaryOp, ValueId};
-use crate::trace::KernelProgram;
+use crate::ir::KernelProgram;
+use crate::ir::{CostClass, Func, Literal, OpKind, Region, Type, ValueId};
 use std::collections::HashMap;
 
 /// Per launch (all grid steps), as XLA's `CostEstimate` wants it.
@@ -97,7 +97,10 @@ fn region_cost(f: &Func, r: &Region, consts: &HashMap<ValueId, i64>) -> (u64, u6
                 };
                 (2 * out * k, 0)
             }
-            OpKind::Unary { op: u, .. } if is_transcendental(*u) => (out, out),
+            OpKind::Unary { op: u, .. } if u.info().cost == CostClass::Transcendental => (out, out),
+            OpKind::Binary { op: b, .. } if b.info().cost == CostClass::Transcendental => {
+                (out, out)
+            }
             OpKind::Unary { .. }
             | OpKind::Binary { .. }
             | OpKind::Compare { .. }
@@ -127,19 +130,4 @@ fn region_cost(f: &Func, r: &Region, consts: &HashMap<ValueId, i64>) -> (u64, u6
         total = (total.0 + fl, total.1 + tr);
     }
     total
-}
-
-fn is_transcendental(u: UnaryOp) -> bool {
-    matches!(
-        u,
-        UnaryOp::Exp
-            | UnaryOp::Log
-            | UnaryOp::Tanh
-            | UnaryOp::Sqrt
-            | UnaryOp::Rsqrt
-            | UnaryOp::Erf
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Logistic
-    )
 }

@@ -4,8 +4,8 @@
 
 use super::error::MosaicError;
 use super::MosaicKernel;
+use crate::ir::KernelProgram;
 use crate::stablehlo::{mlir_string, FuncBuilder, Module, TensorType};
-use crate::trace::KernelProgram;
 use base64::Engine;
 
 /// The `backend_config` JSON, formatted like jax's `tpu_custom_call.py` (XLA parses it
@@ -34,10 +34,16 @@ pub fn tpu_custom_call(
         loc: program.launch_loc,
     };
     let mut f = FuncBuilder::new("main");
-    let args: Vec<_> = program
-        .inputs
+    // Scalar-prefetch arrays are the call's first operands, as in Pallas.
+    let arrays: Vec<(&Vec<usize>, crate::DType)> = program
+        .prefetch
         .iter()
-        .map(|o| f.arg(TensorType::new(o.array_shape.clone(), o.dtype)))
+        .map(|p| (&p.shape, p.dtype))
+        .chain(program.inputs.iter().map(|o| (&o.array_shape, o.dtype)))
+        .collect();
+    let args: Vec<_> = arrays
+        .iter()
+        .map(|(shape, dtype)| f.arg(TensorType::new(shape.to_vec(), *dtype)))
         .collect();
     let results: Vec<TensorType> = program
         .outputs
@@ -52,13 +58,37 @@ pub fn tpu_custom_call(
         ("kernel_name", mlir_string(&kernel.name)),
         (
             "operand_layouts",
-            layouts(program.inputs.iter().map(|o| &o.array_shape).collect()),
+            layouts(arrays.iter().map(|(shape, _)| *shape).collect()),
         ),
         (
             "result_layouts",
             layouts(program.outputs.iter().map(|o| &o.array_shape).collect()),
         ),
     ];
+    // Aliases name the call's operands, scalar-prefetch arrays included, and its results
+    // (a tuple when there are several).
+    let aliases: Vec<String> = program
+        .aliases
+        .iter()
+        .map(|&(i, o)| {
+            let output = if program.outputs.len() == 1 {
+                String::new()
+            } else {
+                o.to_string()
+            };
+            format!(
+                "#stablehlo.output_operand_alias<output_tuple_indices = [{output}], operand_index = {}, operand_tuple_indices = []>",
+                program.prefetch.len() + i
+            )
+        })
+        .collect();
+    let mut attrs = attrs.to_vec();
+    if !aliases.is_empty() {
+        attrs.push((
+            "output_operand_aliases",
+            format!("[{}]", aliases.join(", ")),
+        ));
+    }
     let operands: Vec<_> = args.iter().collect();
     let outs = f
         .custom_call(

@@ -18,16 +18,12 @@ impl Lower<'_> {
         let (dtype, shape) = self.value_type(Some(x), op)?;
         let v = self.val(x, op)?;
         let ty = v.ty.clone();
-        let float = dtype.is_float();
-        let math_op = |name: &str| format!("math.{name}");
-        let name = match u {
-            UnaryOp::Neg if float => "arith.negf".to_string(),
-            UnaryOp::Neg => {
+        // The expansions first; every other op is its row of the op-info table.
+        match u {
+            UnaryOp::Neg if !dtype.is_float() => {
                 let zero = self.constant(Literal::Int(0), dtype, &shape);
                 return Ok(self.p.op1("arith.subi", &[&zero, &v], "", ty));
             }
-            UnaryOp::Abs if float => math_op("absf"),
-            UnaryOp::Abs => math_op("absi"),
             UnaryOp::Not => {
                 // Bitwise not: xor with all ones (`true` for bool).
                 let ones = if dtype == DType::Bool {
@@ -38,8 +34,7 @@ impl Lower<'_> {
                 let ones = self.constant(ones, dtype, &shape);
                 return Ok(self.p.op1("arith.xori", &[&v, &ones], "", ty));
             }
-            _ if !float => return Err(unsupported(op, format!("{} of {dtype}", u.name()))),
-            UnaryOp::Logistic => {
+            UnaryOp::Logistic if dtype.is_float() => {
                 // 1 / (1 + exp(-x)), the form Pallas' `jax.nn.sigmoid` lowers to.
                 let neg = self.p.op1("arith.negf", &[&v], "", ty.clone());
                 let e = self.math("math.exp", &[&neg], dtype, &shape);
@@ -47,18 +42,14 @@ impl Lower<'_> {
                 let den = self.p.op1("arith.addf", &[&one, &e], "", ty.clone());
                 return Ok(self.p.op1("arith.divf", &[&one, &den], "", ty));
             }
-            UnaryOp::Exp => math_op("exp"),
-            UnaryOp::Log => math_op("log"),
-            UnaryOp::Tanh => math_op("tanh"),
-            UnaryOp::Sqrt => math_op("sqrt"),
-            UnaryOp::Rsqrt => math_op("rsqrt"),
-            UnaryOp::Erf => math_op("erf"),
-            UnaryOp::Sin => math_op("sin"),
-            UnaryOp::Cos => math_op("cos"),
-            UnaryOp::Floor => math_op("floor"),
-            UnaryOp::Ceil => math_op("ceil"),
-        };
-        Ok(self.math(&name, &[&v], dtype, &shape))
+            _ => {}
+        }
+        let name = u
+            .info()
+            .mosaic
+            .for_dtype(dtype)
+            .ok_or_else(|| unsupported(op, format!("{} of {dtype}", u.name())))?;
+        Ok(self.math(name, &[&v], dtype, &shape))
     }
 
     /// `name(operands)` elementwise. TPU's scalar unit has no `math` ops (libtpu fails to
@@ -86,33 +77,11 @@ impl Lower<'_> {
     ) -> Result<V, MosaicError> {
         let (dtype, shape) = self.value_type(Some(lhs), op)?;
         let (l, r) = (self.val(lhs, op)?, self.val(rhs, op)?);
-        let name = match (b, Kind::of(dtype)) {
-            (BinaryOp::Add, Kind::Float) => "arith.addf",
-            (BinaryOp::Add, _) => "arith.addi",
-            (BinaryOp::Sub, Kind::Float) => "arith.subf",
-            (BinaryOp::Sub, _) => "arith.subi",
-            (BinaryOp::Mul, Kind::Float) => "arith.mulf",
-            (BinaryOp::Mul, _) => "arith.muli",
-            (BinaryOp::Div, Kind::Float) => "arith.divf",
-            (BinaryOp::Div, Kind::Signed) => "arith.divsi",
-            (BinaryOp::Div, Kind::Unsigned | Kind::Bool) => "arith.divui",
-            (BinaryOp::Rem, Kind::Float) => "arith.remf",
-            (BinaryOp::Rem, Kind::Signed) => "arith.remsi",
-            (BinaryOp::Rem, Kind::Unsigned | Kind::Bool) => "arith.remui",
-            (BinaryOp::Max, Kind::Float) => "arith.maximumf",
-            (BinaryOp::Max, Kind::Signed) => "arith.maxsi",
-            (BinaryOp::Max, Kind::Unsigned | Kind::Bool) => "arith.maxui",
-            (BinaryOp::Min, Kind::Float) => "arith.minimumf",
-            (BinaryOp::Min, Kind::Signed) => "arith.minsi",
-            (BinaryOp::Min, Kind::Unsigned | Kind::Bool) => "arith.minui",
-            (BinaryOp::Pow, Kind::Float) => "math.powf",
-            (BinaryOp::Pow, _) => "math.ipowi",
-            (BinaryOp::And, Kind::Float) | (BinaryOp::Or, Kind::Float) => {
-                return Err(unsupported(op, format!("bitwise {} of {dtype}", b.name())))
-            }
-            (BinaryOp::And, _) => "arith.andi",
-            (BinaryOp::Or, _) => "arith.ori",
-        };
+        let name = b
+            .info()
+            .mosaic
+            .for_dtype(dtype)
+            .ok_or_else(|| unsupported(op, format!("bitwise {} of {dtype}", b.name())))?;
         Ok(self.math(name, &[&l, &r], dtype, &shape))
     }
 
@@ -125,26 +94,17 @@ impl Lower<'_> {
     ) -> Result<V, MosaicError> {
         let (dtype, shape) = self.value_type(Some(lhs), op)?;
         let (l, r) = (self.val(lhs, op)?, self.val(rhs, op)?);
-        // `arith.cmpf`/`cmpi` predicate numbers (ordered float compares; `!=` is unordered, so
-        // NaN != NaN as in IEEE and JAX).
-        let (name, predicate) = match (Kind::of(dtype), c) {
-            (Kind::Float, CompareOp::Eq) => ("arith.cmpf", 1),
-            (Kind::Float, CompareOp::Gt) => ("arith.cmpf", 2),
-            (Kind::Float, CompareOp::Ge) => ("arith.cmpf", 3),
-            (Kind::Float, CompareOp::Lt) => ("arith.cmpf", 4),
-            (Kind::Float, CompareOp::Le) => ("arith.cmpf", 5),
-            (Kind::Float, CompareOp::Ne) => ("arith.cmpf", 13),
-            (_, CompareOp::Eq) => ("arith.cmpi", 0),
-            (_, CompareOp::Ne) => ("arith.cmpi", 1),
-            (Kind::Signed, CompareOp::Lt) => ("arith.cmpi", 2),
-            (Kind::Signed, CompareOp::Le) => ("arith.cmpi", 3),
-            (Kind::Signed, CompareOp::Gt) => ("arith.cmpi", 4),
-            (Kind::Signed, CompareOp::Ge) => ("arith.cmpi", 5),
-            (Kind::Unsigned | Kind::Bool, CompareOp::Lt) => ("arith.cmpi", 6),
-            (Kind::Unsigned | Kind::Bool, CompareOp::Le) => ("arith.cmpi", 7),
-            (Kind::Unsigned | Kind::Bool, CompareOp::Gt) => ("arith.cmpi", 8),
-            (Kind::Unsigned | Kind::Bool, CompareOp::Ge) => ("arith.cmpi", 9),
+        // The table's Mosaic column holds `arith.cmpf`/`cmpi` predicate numbers.
+        let name = if dtype.is_float() {
+            "arith.cmpf"
+        } else {
+            "arith.cmpi"
         };
+        let predicate = c
+            .info()
+            .mosaic
+            .for_dtype(dtype)
+            .ok_or_else(|| unsupported(op, format!("{} of {dtype}", c.name())))?;
         Ok(self.p.op1(
             name,
             &[&l, &r],

@@ -32,7 +32,7 @@ pub use error::MosaicError;
 pub use generation::TpuGeneration;
 pub use printer::Flavor;
 
-use crate::trace::KernelProgram;
+use crate::ir::KernelProgram;
 
 /// The `stable_mosaic.version` of the serialized form: what jax 0.10.2 emits, which the
 /// libtpu releases of DESIGN.md section 5 deserialize.

@@ -1,20 +1,23 @@
-//! The Mosaic module of a program: the kernel `func` (grid indices, one VMEM window per
-//! operand, scratch; Pallas' attributes) and one `transform_i` func per operand, the
-//! operand's traced index map.
+//! The Mosaic module of a program: the kernel `func` (grid indices, the scalar-prefetch
+//! arrays in SMEM, one VMEM window per operand, scratch; Pallas' attributes) and one
+//! `transform_i` func per operand, the operand's traced index map (grid indices and the
+//! prefetch arrays -> block indices).
 
 use super::body::Lower;
 use super::error::MosaicError;
 use super::printer::{result_types, Flavor, Printer, V};
-use super::types::{dense_array, mlir_type};
+use super::types::{dense_array, memref, mlir_type};
 use super::MOSAIC_VERSION;
 use crate::ir::Func;
+use crate::ir::KernelProgram;
+use crate::ir::MemorySpace;
 use crate::stablehlo::mlir_string;
-use crate::trace::KernelProgram;
 
 /// The whole module as text in `flavor`.
 pub(crate) fn print_module(program: &KernelProgram, flavor: Flavor) -> Result<String, MosaicError> {
     let mut p = Printer::new(flavor);
-    kernel_func(&mut p, program)?;
+    let pad = padded_axes(program);
+    kernel_func(&mut p, program, pad)?;
     let operands = program.inputs.iter().chain(&program.outputs);
     for (i, o) in operands.enumerate() {
         transform_func(
@@ -22,6 +25,7 @@ pub(crate) fn print_module(program: &KernelProgram, flavor: Flavor) -> Result<St
             &o.index_map,
             &format!("transform_{i}"),
             &program.grid,
+            pad,
         )?;
     }
     let mut text =
@@ -33,22 +37,48 @@ pub(crate) fn print_module(program: &KernelProgram, flavor: Flavor) -> Result<St
     Ok(text)
 }
 
-fn kernel_func(p: &mut Printer, program: &KernelProgram) -> Result<(), MosaicError> {
+/// Grid axes of extent 1 added in front of the launch's: Mosaic takes window params of a
+/// scalar-prefetch kernel only with explicit (non-empty) iteration bounds ("window attributes
+/// can only be specified when explicit iteration_bounds are used", libtpu 0.0.4x), so a
+/// gridless prefetch kernel runs on a grid of one step, which changes nothing else.
+fn padded_axes(program: &KernelProgram) -> usize {
+    usize::from(program.grid.is_empty() && !program.prefetch.is_empty())
+}
+
+fn kernel_func(p: &mut Printer, program: &KernelProgram, pad: usize) -> Result<(), MosaicError> {
     let body = &program.body;
+    let padding: Vec<V> = (0..pad).map(|_| p.fresh("i32".into())).collect();
     let grid_args: Vec<V> = program.grid.iter().map(|_| p.fresh("i32".into())).collect();
     let mut lower = Lower::new(p, body, &program.grid, &grid_args);
-    let refs = lower.fresh_args(body.params());
+    let mut refs = lower.fresh_args(body.params());
+    // A squeezed operand's window keeps its size-1 dims, as Pallas' does; the body's ops
+    // address it through `Lower::squeeze`.
+    let operands = program.inputs.iter().chain(&program.outputs);
+    for (k, o) in operands.enumerate() {
+        if !o.squeezed.is_empty() {
+            let at = program.input_param(k);
+            refs[at].ty = memref(o.dtype, &o.block_shape, MemorySpace::Vmem);
+            lower.squeeze(body.params()[at], o.squeezed.clone());
+        }
+    }
     lower.bind(body.params(), &refs);
-    let args: Vec<V> = grid_args.iter().chain(&refs).cloned().collect();
+    let args: Vec<V> = padding
+        .iter()
+        .chain(&grid_args)
+        .chain(&refs)
+        .cloned()
+        .collect();
     lower.p.begin_block(&args);
     lower.region_ops(&body.body)?;
     lower.p.op("func.return", &[], "", &[]);
     let region = lower.p.end_block();
 
-    let semantics: Vec<String> = program
-        .semantics
-        .iter()
-        .map(|s| format!("#tpu.dimension_semantics<{}>", s.name()))
+    let semantics: Vec<String> = std::iter::repeat_n("arbitrary", pad)
+        .chain(program.semantics.iter().map(|s| s.name()))
+        .map(|s| format!("#tpu.dimension_semantics<{s}>"))
+        .collect();
+    let bounds: Vec<usize> = std::iter::repeat_n(1, pad)
+        .chain(program.grid.iter().copied())
         .collect();
     let windows: Vec<String> = program
         .inputs
@@ -66,8 +96,8 @@ fn kernel_func(p: &mut Printer, program: &KernelProgram) -> Result<(), MosaicErr
     let attrs = [
         format!("dimension_semantics = [{}]", semantics.join(", ")),
         format!("function_type = ({}) -> ()", arg_types.join(", ")),
-        format!("iteration_bounds = {}", dense_array("i64", &program.grid)),
-        "scalar_prefetch = 0 : i64".to_string(),
+        format!("iteration_bounds = {}", dense_array("i64", &bounds)),
+        format!("scalar_prefetch = {} : i64", program.prefetch.len()),
         format!("scratch_operands = {} : i64", program.scratch.len()),
         format!("sym_name = {}", mlir_string(&program.name)),
         "tpu.core_type = #tpu.core_type<tc>".to_string(),
@@ -77,22 +107,27 @@ fn kernel_func(p: &mut Printer, program: &KernelProgram) -> Result<(), MosaicErr
     Ok(())
 }
 
-/// `(grid indices: i32...) -> (block indices: i32...)`.
+/// `(grid indices: i32..., prefetch arrays: memref<.., smem>...) -> (block indices: i32...)`.
 fn transform_func(
     p: &mut Printer,
     index_map: &Func,
     name: &str,
     grid: &[usize],
+    pad: usize,
 ) -> Result<(), MosaicError> {
+    let padding: Vec<V> = (0..pad).map(|_| p.fresh("i32".into())).collect();
     let mut lower = Lower::new(p, index_map, grid, &[]);
     let args = lower.fresh_args(index_map.params());
     lower.bind(index_map.params(), &args);
-    lower.p.begin_block(&args);
+    let all: Vec<V> = padding.iter().chain(&args).cloned().collect();
+    lower.p.begin_block(&all);
     let results = lower.region_ops(&index_map.body)?;
     let refs: Vec<&V> = results.iter().collect();
     lower.p.op("func.return", &refs, "", &[]);
     let region = lower.p.end_block();
-    let params: Vec<String> = index_map.param_types().iter().map(mlir_type).collect();
+    let params: Vec<String> = std::iter::repeat_n("i32".to_string(), pad)
+        .chain(index_map.param_types().iter().map(mlir_type))
+        .collect();
     let outs: Vec<String> = index_map.result_types().iter().map(mlir_type).collect();
     let attrs = format!(
         "function_type = ({}) -> {}, sym_name = {}",

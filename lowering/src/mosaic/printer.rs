@@ -1,7 +1,9 @@
-//! A small printer of MLIR's generic op form (`%3 = "arith.addf"(%1, %2) : (f32, f32) -> f32`).
-//! Generic form is the only form Mosaic's serialized text allows (ops are renamed
-//! `stable_mosaic.<dialect>.<op>`), and printing every op the same way keeps this tiny; the
-//! readable form is the same text without the `stable_mosaic.` prefix.
+//! The Mosaic printer: SSA naming and nested blocks over the MLIR text layer's generic-op
+//! form (`%3 = "arith.addf"(%1, %2) : (f32, f32) -> f32`), the only form Mosaic's serialized
+//! text allows (ops are renamed `stable_mosaic.<dialect>.<op>`); the readable form is the
+//! same text without the `stable_mosaic.` prefix.
+
+use crate::mlir;
 
 /// Which spelling of op names to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +27,8 @@ pub(crate) struct Printer {
     next: usize,
     /// The open blocks; ops go to the last. Each is a list of lines, unindented.
     blocks: Vec<Vec<String>>,
+    /// The arguments of each open region block (the function body has none here).
+    block_args: Vec<Vec<(String, String)>>,
 }
 
 impl Printer {
@@ -33,6 +37,7 @@ impl Printer {
             flavor,
             next: 0,
             blocks: vec![Vec::new()],
+            block_args: Vec::new(),
         }
     }
 
@@ -48,11 +53,11 @@ impl Printer {
         }
     }
 
-    /// The quoted op name in this flavor.
+    /// The op name in this flavor.
     fn op_name(&self, name: &str) -> String {
         match self.flavor {
-            Flavor::Serialized => format!("\"stable_mosaic.{name}\""),
-            Flavor::Readable => format!("\"{name}\""),
+            Flavor::Serialized => format!("stable_mosaic.{name}"),
+            Flavor::Readable => name.to_string(),
         }
     }
 
@@ -118,53 +123,30 @@ impl Printer {
         results: &[String],
         regions: Vec<Vec<String>>,
     ) {
-        let names: Vec<&str> = operands.iter().map(|o| o.name.as_str()).collect();
-        let types: Vec<&str> = operands.iter().map(|o| o.ty.as_str()).collect();
-        let mut line = format!("{head}{}({})", self.op_name(name), names.join(", "));
-        let mut lines = Vec::new();
-        // Regions print as `({ ... }, { ... })` between the operands and the attributes.
-        for (i, region) in regions.into_iter().enumerate() {
-            lines.push(line + if i == 0 { " ({" } else { "}, {" });
-            lines.extend(region);
-            line = String::new();
-        }
-        if !lines.is_empty() {
-            line = "})".to_string();
-        }
-        if !attrs.is_empty() {
-            line += &format!(" {{{attrs}}}");
-        }
-        line += &format!(" : ({}) -> {}", types.join(", "), result_types(results));
-        lines.push(line);
+        let operands: Vec<(&str, &str)> = operands
+            .iter()
+            .map(|o| (o.name.as_str(), o.ty.as_str()))
+            .collect();
+        let name = self.op_name(name);
+        let lines = mlir::generic_op(head, &name, &operands, attrs, results, regions);
         self.current().extend(lines);
     }
 
     /// Opens a block (a region's body); `args` become its `^bb0(..)` arguments.
     pub fn begin_block(&mut self, args: &[V]) {
-        let mut block = Vec::new();
-        if !args.is_empty() {
-            let a: Vec<String> = args
-                .iter()
-                .map(|v| format!("{}: {}", v.name, v.ty))
-                .collect();
-            block.push(format!("^bb0({}):", a.join(", ")));
-        }
-        self.blocks.push(block);
+        self.block_args.push(
+            args.iter()
+                .map(|v| (v.name.clone(), v.ty.clone()))
+                .collect(),
+        );
+        self.blocks.push(Vec::new());
     }
 
     /// Closes the innermost block and returns its lines (ops indented under `^bb0`).
     pub fn end_block(&mut self) -> Vec<String> {
-        let block = self.blocks.pop().unwrap_or_default();
-        block
-            .into_iter()
-            .map(|l| {
-                if l.starts_with("^bb") {
-                    l
-                } else {
-                    format!("  {l}")
-                }
-            })
-            .collect()
+        let ops = self.blocks.pop().unwrap_or_default();
+        let args = self.block_args.pop().unwrap_or_default();
+        mlir::block(&args, ops)
     }
 
     fn current(&mut self) -> &mut Vec<String> {
@@ -182,10 +164,4 @@ impl Printer {
     }
 }
 
-/// `f32`, `()`, or `(f32, i32)`.
-pub(crate) fn result_types(results: &[String]) -> String {
-    match results {
-        [one] => one.clone(),
-        many => format!("({})", many.join(", ")),
-    }
-}
+pub(crate) use crate::mlir::result_types;

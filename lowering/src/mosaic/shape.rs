@@ -184,19 +184,24 @@ impl Lower<'_> {
     }
 }
 
-/// The `vector.kind` and identity of a reduction over `dtype`.
+/// The `vector.kind` (the op-info table's Mosaic column) and identity of a reduction over
+/// `dtype`.
 fn reduction_kind(r: ReduceOp, dtype: DType) -> Option<(&'static str, Literal)> {
     let shift = 64 - dtype.bits().min(64);
-    Some(match (r, Kind::of(dtype)) {
-        (_, Kind::Bool) => return None,
-        (ReduceOp::Sum, Kind::Float) => ("add", Literal::Float(0.0)),
-        (ReduceOp::Sum, _) => ("add", Literal::Int(0)),
-        (ReduceOp::Max, Kind::Float) => ("maximumf", Literal::Float(f64::NEG_INFINITY)),
-        (ReduceOp::Min, Kind::Float) => ("minimumf", Literal::Float(f64::INFINITY)),
-        (ReduceOp::Max, Kind::Signed) => ("maxsi", Literal::Int(i64::MIN >> shift)),
-        (ReduceOp::Min, Kind::Signed) => ("minsi", Literal::Int(i64::MAX >> shift)),
-        (ReduceOp::Max, Kind::Unsigned) => ("maxui", Literal::Int(0)),
+    if dtype == DType::Bool {
+        return None;
+    }
+    let kind = r.info().mosaic.for_dtype(dtype)?;
+    let identity = match (r, Kind::of(dtype)) {
+        (ReduceOp::Sum, Kind::Float) => Literal::Float(0.0),
+        (ReduceOp::Sum, _) => Literal::Int(0),
+        (ReduceOp::Max, Kind::Float) => Literal::Float(f64::NEG_INFINITY),
+        (ReduceOp::Min, Kind::Float) => Literal::Float(f64::INFINITY),
+        (ReduceOp::Max, Kind::Signed) => Literal::Int(i64::MIN >> shift),
+        (ReduceOp::Min, Kind::Signed) => Literal::Int(i64::MAX >> shift),
+        (ReduceOp::Max, _) => Literal::Int(0),
         // All ones: the largest unsigned value, spelled as signless -1.
-        (ReduceOp::Min, Kind::Unsigned) => ("minui", Literal::Int(-1)),
-    })
+        (ReduceOp::Min, _) => Literal::Int(-1),
+    };
+    Some((kind, identity))
 }

@@ -1,12 +1,14 @@
 //! The core of the StableHLO text builder: one `func.func public @main` under construction,
 //! with a stack of open blocks for nested regions (while/if/case/reduce bodies).
 //!
-//! Every op is printed in MLIR's generic form (`%3 = "stablehlo.add"(%1, %2) : (...) -> ...`):
-//! one printer for all ops, and the form every StableHLO parser accepts. Types are checked when
+//! Every op is printed in MLIR's generic form (`%3 = "stablehlo.add"(%1, %2) : (...) -> ...`)
+//! by the MLIR text layer ([`crate::mlir`]), the printer the Mosaic emitter uses too, and the
+//! form every StableHLO parser accepts. Types are checked when
 //! an op is built (see `ops/`), so `finish` only ever returns text that should verify.
 
 use super::error::BuildError;
 use super::types::{TensorType, Value};
+use crate::mlir;
 use std::fmt;
 
 /// A finished StableHLO module (textual MLIR).
@@ -99,13 +101,8 @@ impl FuncBuilder {
     pub fn finish(mut self, results: &[&Value]) -> Result<Module, BuildError> {
         self.check_visible("func.return", results)?;
         let types: Vec<String> = results.iter().map(|v| v.ty.to_string()).collect();
-        let ret = format!(
-            "\"func.return\"({}) : ({}) -> ()",
-            self.operand_list(results),
-            types.join(", ")
-        );
-        let body = &mut self.blocks[0];
-        body.lines.push(ret);
+        let ret = self.terminator("func.return", results);
+        self.blocks[0].lines.extend(ret);
         let sig: Vec<String> = self
             .args
             .iter()
@@ -175,18 +172,16 @@ impl FuncBuilder {
         op: &'static str,
         operands: &[&Value],
         attrs: &str,
-        regions: Vec<String>,
+        regions: Vec<Vec<String>>,
         results: Vec<TensorType>,
     ) -> Result<Vec<Value>, BuildError> {
         self.check_visible(op, operands)?;
         let scope = self.current_scope();
-        let mut line = String::new();
-        let values: Vec<Value> = match results.len() {
-            0 => Vec::new(),
+        let (head, values): (String, Vec<Value>) = match results.len() {
+            0 => (String::new(), Vec::new()),
             1 => {
                 let v = self.fresh(results[0].clone(), |id| format!("%{id}"), scope);
-                line += &format!("{} = ", self.names[v.id as usize]);
-                vec![v]
+                (format!("{} = ", self.names[v.id as usize]), vec![v])
             }
             n => {
                 let base = self.names.len();
@@ -195,26 +190,18 @@ impl FuncBuilder {
                     .enumerate()
                     .map(|(i, t)| self.fresh(t.clone(), |_| format!("%{base}#{i}"), scope))
                     .collect();
-                line += &format!("%{base}:{n} = ");
-                vs
+                (format!("%{base}:{n} = "), vs)
             }
         };
-        line += &format!("\"{op}\"({})", self.operand_list(operands));
-        if !regions.is_empty() {
-            line += &format!(" ({})", regions.join(", "));
-        }
-        if !attrs.is_empty() {
-            line += &format!(" {{{attrs}}}");
-        }
         let in_types: Vec<String> = operands.iter().map(|v| v.ty.to_string()).collect();
+        let named: Vec<(&str, &str)> = operands
+            .iter()
+            .zip(&in_types)
+            .map(|(v, t)| (self.names[v.id as usize].as_str(), t.as_str()))
+            .collect();
         let out_types: Vec<String> = results.iter().map(|t| t.to_string()).collect();
-        let out = if out_types.len() == 1 {
-            out_types[0].clone()
-        } else {
-            format!("({})", out_types.join(", "))
-        };
-        line += &format!(" : ({}) -> {out}", in_types.join(", "));
-        self.current_block().lines.push(line);
+        let lines = mlir::generic_op(&head, op, &named, attrs, &out_types, regions);
+        self.current_block().lines.extend(lines);
         Ok(values)
     }
 
@@ -240,7 +227,7 @@ impl FuncBuilder {
         arg_types: &[TensorType],
         isolated: bool,
         body: impl FnOnce(&mut Self, &[Value]) -> Result<Vec<Value>, E>,
-    ) -> Result<(String, Vec<TensorType>), E> {
+    ) -> Result<(Vec<String>, Vec<TensorType>), E> {
         let scope = self.next_scope;
         self.next_scope += 1;
         let args: Vec<Value> = arg_types
@@ -256,13 +243,8 @@ impl FuncBuilder {
         let yielded = body(self, &args).and_then(|ys| {
             let refs: Vec<&Value> = ys.iter().collect();
             self.check_visible(op, &refs)?;
-            let types: Vec<String> = ys.iter().map(|v| v.ty.to_string()).collect();
-            let ret = format!(
-                "\"stablehlo.return\"({}) : ({}) -> ()",
-                self.operand_list(&refs),
-                types.join(", ")
-            );
-            self.current_block().lines.push(ret);
+            let ret = self.terminator("stablehlo.return", &refs);
+            self.current_block().lines.extend(ret);
             Ok(ys)
         });
         let block = self
@@ -270,22 +252,13 @@ impl FuncBuilder {
             .pop()
             .expect("region pushed a block above the function body");
         let yielded = yielded?;
-        let mut text = String::from("{\n");
-        if !block.args.is_empty() {
-            let sig: Vec<String> = block
-                .args
-                .iter()
-                .map(|a| format!("{}: {}", self.names[a.id as usize], a.ty))
-                .collect();
-            text += &format!("^bb0({}):\n", sig.join(", "));
-        }
-        for line in &block.lines {
-            for l in line.lines() {
-                text += &format!("  {l}\n");
-            }
-        }
-        text += "}";
-        Ok((text, yielded.into_iter().map(|v| v.ty).collect()))
+        let args: Vec<(String, String)> = block
+            .args
+            .iter()
+            .map(|a| (self.names[a.id as usize].clone(), a.ty.to_string()))
+            .collect();
+        let lines = mlir::block(&args, block.lines);
+        Ok((lines, yielded.into_iter().map(|v| v.ty).collect()))
     }
 
     /// Errors unless every value is defined in the current block or a visible enclosing one.
@@ -329,12 +302,15 @@ impl FuncBuilder {
         Value { id: id as u32, ty }
     }
 
-    fn operand_list(&self, values: &[&Value]) -> String {
-        values
+    /// A terminator (`func.return`, `stablehlo.return`) of `values`.
+    fn terminator(&self, op: &str, values: &[&Value]) -> Vec<String> {
+        let types: Vec<String> = values.iter().map(|v| v.ty.to_string()).collect();
+        let named: Vec<(&str, &str)> = values
             .iter()
-            .map(|v| self.names[v.id as usize].as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+            .zip(&types)
+            .map(|(v, t)| (self.names[v.id as usize].as_str(), t.as_str()))
+            .collect();
+        mlir::generic_op("", op, &named, "", &[], Vec::new())
     }
 
     fn current_scope(&self) -> u32 {

@@ -1,14 +1,13 @@
 //! Printing constants exactly: `dense<...>` literals for splats and for whole host tensors.
 //!
-//! Finite floats print as the shortest decimal that round-trips in the target type (rounded to
-//! that type first), non-finite ones as their bit pattern in hex, which MLIR reads as raw bits.
+//! Floats print through the MLIR text layer's [`float_literal`] (exact in the target type).
 //! Host tensors print as `dense<"0x...">`: raw little-endian bytes, exact for every dtype.
 //! Complex splats print as `(re, im)` pairs of the component type's literals.
 
 use super::error::BuildError;
 use crate::dtype::DType;
 use crate::host::HostTensor;
-use half::{bf16, f16};
+use crate::mlir::float_literal;
 
 /// The body of a splat `dense<...>` literal holding `value` in `dtype`. Integers must be
 /// integral and in range; bools must be 0 or 1.
@@ -62,47 +61,6 @@ pub(crate) fn complex_literal(dtype: DType, re: f64, im: f64) -> String {
     format!("({}, {})", float_literal(part, re), float_literal(part, im))
 }
 
-/// A float literal exact in `dtype` (f16, bf16, f32 or f64; a complex dtype's component).
-pub(crate) fn float_literal(dtype: DType, value: f64) -> String {
-    match dtype.component() {
-        DType::F64 if value.is_finite() => decimal(format!("{value:?}")),
-        DType::F64 => format!("0x{:016X}", value.to_bits()),
-        DType::F16 => {
-            let h = f16::from_f64(value);
-            if h.is_finite() {
-                decimal(format!("{:?}", h.to_f32()))
-            } else {
-                format!("0x{:04X}", h.to_bits())
-            }
-        }
-        DType::BF16 => {
-            let h = bf16::from_f64(value);
-            if h.is_finite() {
-                decimal(format!("{:?}", h.to_f32()))
-            } else {
-                format!("0x{:04X}", h.to_bits())
-            }
-        }
-        _ => {
-            let x = value as f32;
-            if x.is_finite() {
-                decimal(format!("{x:?}"))
-            } else {
-                format!("0x{:08X}", x.to_bits())
-            }
-        }
-    }
-}
-
-/// Rust's shortest round-trip form (`1e-7`, `0.5`) made MLIR-legal: MLIR's float literal
-/// needs a `.` before the exponent (`1.0e-7`).
-fn decimal(s: String) -> String {
-    match s.split_once('e') {
-        Some((mant, exp)) if !mant.contains('.') => format!("{mant}.0e{exp}"),
-        _ => s,
-    }
-}
-
 /// The body of a `dense<...>` literal holding a host tensor's elements exactly.
 pub(crate) fn dense_host(t: &HostTensor) -> String {
     if t.is_empty() {
@@ -153,27 +111,6 @@ fn nested(items: &[&str], shape: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_print_exactly() {
-        assert_eq!(float_literal(DType::F32, 1.0), "1.0");
-        assert_eq!(float_literal(DType::F32, 1e-7), "1.0e-7");
-        assert_eq!(float_literal(DType::F32, f64::NAN), "0x7FC00000");
-        assert_eq!(float_literal(DType::F32, f64::NEG_INFINITY), "0xFF800000");
-        assert_eq!(float_literal(DType::BF16, f64::INFINITY), "0x7F80");
-        assert_eq!(float_literal(DType::F16, 65504.0), "65504.0");
-        assert_eq!(float_literal(DType::F64, 0.1), "0.1");
-        assert_eq!(float_literal(DType::F32, -0.0), "-0.0");
-        // Rounded to f32 before printing: the text names the f32 value, not the f64 one.
-        assert_eq!(float_literal(DType::F32, 0.1), "0.1");
-        assert_eq!(float_literal(DType::BF16, 0.1), "0.100097656");
-        for x in [0.1f32, 3.4028235e38, 1.4e-45, -2.5e-12] {
-            assert_eq!(
-                float_literal(DType::F32, x as f64).parse::<f32>().unwrap(),
-                x
-            );
-        }
-    }
 
     #[test]
     fn ints_are_range_checked() {

@@ -51,11 +51,7 @@ impl TensorType {
 
 impl fmt::Display for TensorType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("tensor<")?;
-        for d in &self.shape {
-            write!(f, "{d}x")?;
-        }
-        write!(f, "{}>", self.dtype.stablehlo_name())
+        f.write_str(&crate::mlir::types::tensor(self.dtype, &self.shape))
     }
 }
 

@@ -2,21 +2,26 @@
 //! Rust closure of the grid's arity and traced into an IR function.
 
 use super::index::{IndexList, IndexValue};
+use super::refs::Prefetch;
 use super::value::Scalar;
 use crate::ir::Loc;
 use std::fmt;
 use std::sync::Arc;
 
-type DynIndexMap = dyn Fn(&[Scalar<i32>]) -> Vec<IndexValue> + Send + Sync;
+type DynIndexMap = dyn Fn(&[Scalar<i32>], &[Prefetch<i32>]) -> Vec<IndexValue> + Send + Sync;
 
 /// How one operand is cut into blocks: block `b` (the index map's result, in block units)
 /// covers elements `b[d] * block_shape[d] ..` of dim `d`.
 #[derive(Clone)]
 pub struct BlockSpec {
     pub(crate) block_shape: Vec<usize>,
-    pub(crate) arity: usize,
+    /// Grid indices the map takes; `None` for [`BlockSpec::prefetch`] maps, which take the
+    /// grid as a slice of whatever rank it has.
+    pub(crate) arity: Option<usize>,
     pub(crate) map: Arc<DynIndexMap>,
     pub(crate) loc: Loc,
+    /// Block dims the kernel does not see (Pallas' `None`).
+    pub(crate) squeezed: Vec<usize>,
 }
 
 impl fmt::Debug for BlockSpec {
@@ -24,7 +29,9 @@ impl fmt::Debug for BlockSpec {
         write!(
             f,
             "BlockSpec({:?}, index map of {} grid indices at {})",
-            self.block_shape, self.arity, self.loc
+            self.block_shape,
+            self.arity.map_or("all".to_string(), |a| a.to_string()),
+            self.loc
         )
     }
 }
@@ -36,10 +43,40 @@ impl BlockSpec {
     pub fn new<A, F: IndexMapFn<A>>(block_shape: impl Into<Vec<usize>>, index_map: F) -> BlockSpec {
         BlockSpec {
             block_shape: block_shape.into(),
-            arity: F::ARITY,
-            map: Arc::new(move |grid| index_map.call(grid)),
+            arity: Some(F::ARITY),
+            map: Arc::new(move |grid, _| index_map.call(grid)),
             loc: Loc::caller(),
+            squeezed: Vec::new(),
         }
+    }
+
+    /// A data-dependent index map (Pallas' scalar-prefetch index maps): `index_map` gets the
+    /// grid indices (one per grid axis) and the kernel's scalar-prefetch arrays (in parameter
+    /// order), and may read the arrays with `load_scalar`:
+    /// `BlockSpec::prefetch([8, 128], |g, p| (p[0].load_scalar([g[0]]), 0))`.
+    #[track_caller]
+    pub fn prefetch<R: IndexList>(
+        block_shape: impl Into<Vec<usize>>,
+        index_map: impl Fn(&[Scalar<i32>], &[Prefetch<i32>]) -> R + Send + Sync + 'static,
+    ) -> BlockSpec {
+        BlockSpec {
+            block_shape: block_shape.into(),
+            arity: None,
+            map: Arc::new(move |grid, prefetch| index_map(grid, prefetch).into_indices()),
+            loc: Loc::caller(),
+            squeezed: Vec::new(),
+        }
+    }
+
+    /// Squeezes block dims (Pallas' `None` in a block shape): each must have block size 1,
+    /// and the kernel's ref lacks it (`BlockSpec::new([1, bm, bk], ..).squeeze([0])` hands the
+    /// body `[bm, bk]` blocks), while the index map still yields one block index per dim.
+    pub fn squeeze(mut self, dims: impl Into<Vec<usize>>) -> BlockSpec {
+        let mut dims = dims.into();
+        dims.sort_unstable();
+        dims.dedup();
+        self.squeezed = dims;
+        self
     }
 
     pub fn block_shape(&self) -> &[usize] {

@@ -11,13 +11,21 @@
 //!     .trace_program(&[(DType::F32, vec![m, k]), (DType::F32, vec![k, n])])?
 //! ```
 //!
-//! The resulting `KernelProgram` (see `program.rs`) has public fields:
+//! The resulting `KernelProgram` (see `ir/program.rs`) has public fields:
 //! * `name: String`, `loc: Loc` (the kernel fn), `launch_loc: Loc` (the `trace_program`
-//!   call), `dtype: Option<DType>` (the generic instance)
-//! * `body: ir::Func`: params = refs of inputs, outputs, scratch (in that order), no results
+//!   call), `semantics_loc: Loc` (the `.semantics` call), `dtype: Option<DType>` (the
+//!   generic instance)
+//! * `body: ir::Func`: params = refs of scalar-prefetch arrays (whole, SMEM), inputs,
+//!   outputs, scratch (in that order), no results
+//! * `prefetch: Vec<PrefetchOperand>`: `&Prefetch<i32>` params; their arrays are the first
+//!   arrays handed to `trace_program`/`run`, and every index map takes them after the grid
+//!   indices (`BlockSpec::prefetch`)
+//! * `aliases: Vec<(usize, usize)>`: `.alias(input, output)` pairs (in-place outputs)
 //! * `grid: Vec<usize>`, `semantics: Vec<DimensionSemantics>` (one per grid axis)
 //! * `inputs`, `outputs: Vec<BlockOperand>`: `name`, `dtype`, `array_shape`, `block_shape`,
-//!   `index_map: ir::Func` (grid rank `i32` params -> block rank `i32` results, in blocks)
+//!   `squeezed` (`.squeeze([..])`: size-1 block dims the body's ref lacks), `index_map:
+//!   ir::Func` (grid rank `i32` params, then the prefetch refs -> block rank `i32` results,
+//!   in blocks; evaluated over the whole grid here, unless it reads prefetch data)
 //! * `scratch: Vec<ScratchBuffer>`: `name`, `dtype`, `shape`, `space` (Vmem or Smem)
 //! * `structural_hash() -> u64`, `num_steps()`, `Display` (a full text dump)
 //! * the TPU rules (tiling, 64-bit types, VMEM, reduction axes) live with the Mosaic lowering:
@@ -31,11 +39,12 @@ use super::block_spec::BlockSpec;
 use super::builder::{with, Session};
 use super::element::Element;
 use super::error::TraceError;
-use super::program::{BlockOperand, DimensionSemantics, KernelProgram, ScratchBuffer};
+use super::refs::Prefetch;
 use super::tracer::KernelTracer;
 use super::value::{Scalar, Traced};
 use crate::dtype::DType;
 use crate::ir::{verify, Func, Loc, MemorySpace, Type};
+use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand, ScratchBuffer};
 use crate::kernel::{Generic, Kernel, ParamInfo, ParamRole};
 use std::marker::PhantomData;
 
@@ -91,6 +100,7 @@ pub struct Launch {
     outputs: Vec<OutputSpec>,
     scratch: Vec<ScratchSpec>,
     semantics: Option<(Vec<DimensionSemantics>, Loc)>,
+    aliases: Vec<(usize, usize, Loc)>,
     dtype: Option<(DType, Loc)>,
     problems: Vec<TraceError>,
 }
@@ -109,6 +119,7 @@ impl Launch {
             semantics: None,
             dtype: None,
             problems: Vec::new(),
+            aliases: Vec::new(),
         }
     }
 
@@ -165,6 +176,16 @@ impl Launch {
         self
     }
 
+    /// Makes output `output` share input `input`'s buffer (Pallas' `input_output_aliases`;
+    /// `input` counts the blocked inputs, not the scalar-prefetch arrays): the output starts
+    /// as the input, so blocks the kernel never writes keep the input's values. Both must
+    /// have one dtype and shape.
+    #[track_caller]
+    pub fn alias(mut self, input: usize, output: usize) -> Launch {
+        self.aliases.push((input, output, Loc::caller()));
+        self
+    }
+
     /// Instantiates a generic kernel with `dtype` explicitly (otherwise the inputs decide).
     #[track_caller]
     pub fn dtype(mut self, dtype: DType) -> Launch {
@@ -199,7 +220,8 @@ impl Launch {
         }
         let info = self.kernel.info();
         let params = |role| info.params_of(role).collect::<Vec<&ParamInfo>>();
-        let (in_params, out_params, scratch_params) = (
+        let (pre_params, in_params, out_params, scratch_params) = (
+            params(ParamRole::Prefetch),
             params(ParamRole::Input),
             params(ParamRole::Output),
             params(ParamRole::Scratch),
@@ -220,7 +242,14 @@ impl Launch {
         count("input", in_params.len(), self.inputs.len(), at)?;
         count("output", out_params.len(), self.outputs.len(), at)?;
         count("scratch", scratch_params.len(), self.scratch.len(), at)?;
-        count("input array", in_params.len(), inputs.len(), at)?;
+        let arrays = if pre_params.is_empty() {
+            "input array"
+        } else {
+            "input array (scalar-prefetch arrays first)"
+        };
+        count(arrays, pre_params.len() + in_params.len(), inputs.len(), at)?;
+        let (pre_arrays, inputs) = inputs.split_at(pre_params.len());
+        let prefetch = prefetch_operands(info.name, &pre_params, pre_arrays, at)?;
 
         let dtype = self.resolve_generic(&in_params, &out_params, &scratch_params, inputs, at)?;
         // Generic params have `dtype` resolved by now (resolve_generic errs otherwise).
@@ -285,7 +314,7 @@ impl Launch {
         };
 
         let operand = |p: &ParamInfo, role: &str, spec: &BlockSpec, array: &[usize]| {
-            block_operand(p, role, concrete(p), spec, array, grid)
+            block_operand(p, role, concrete(p), spec, array, grid, &prefetch)
         };
         let ins = in_params
             .iter()
@@ -309,19 +338,64 @@ impl Launch {
             })
             .collect();
 
-        let body = self.trace_body(&ins, &outs, &scratch, grid.len(), dtype)?;
+        for o in ins.iter().chain(&outs) {
+            check_block_indices(o, grid)?;
+        }
+        let aliases = self.check_aliases(&ins, &outs)?;
+        let body = self.trace_body(&prefetch, &ins, &outs, &scratch, grid.len(), dtype)?;
         Ok(KernelProgram {
             name: info.name.to_string(),
             loc: info.loc(),
             launch_loc: at,
+            semantics_loc: self.semantics.as_ref().map_or(at, |(_, loc)| *loc),
             dtype,
             body,
             grid: grid.clone(),
+            prefetch,
             inputs: ins,
             outputs: outs,
             scratch,
+            aliases,
             semantics,
         })
+    }
+
+    /// Each alias pairs an existing input and output of one dtype and shape, each used once.
+    fn check_aliases(
+        &self,
+        ins: &[BlockOperand],
+        outs: &[BlockOperand],
+    ) -> Result<Vec<(usize, usize)>, TraceError> {
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        for &(i, o, loc) in &self.aliases {
+            let fail = |message: String| Err(TraceError::Launch { message, loc });
+            let (Some(input), Some(output)) = (ins.get(i), outs.get(o)) else {
+                return fail(format!(
+                    "alias of input #{i} to output #{o}: the kernel has {} inputs and {} outputs",
+                    ins.len(),
+                    outs.len()
+                ));
+            };
+            if input.dtype != output.dtype || input.array_shape != output.array_shape {
+                return fail(format!(
+                    "input `{}` ({}{:?}) cannot alias output `{}` ({}{:?}): an aliased pair \
+                     shares one buffer, so dtype and shape must match",
+                    input.name,
+                    input.dtype,
+                    input.array_shape,
+                    output.name,
+                    output.dtype,
+                    output.array_shape
+                ));
+            }
+            if let Some(&(pi, po)) = pairs.iter().find(|(pi, po)| *pi == i || *po == o) {
+                return fail(format!(
+                    "input #{i} or output #{o} is already aliased (input #{pi} -> output #{po})"
+                ));
+            }
+            pairs.push((i, o));
+        }
+        Ok(pairs)
     }
 
     /// The generic dtype: from `.dtype()`, generic inputs, outputs with `output_dtype`, and
@@ -413,6 +487,7 @@ impl Launch {
 
     fn trace_body(
         &self,
+        prefetch: &[PrefetchOperand],
         ins: &[BlockOperand],
         outs: &[BlockOperand],
         scratch: &[ScratchBuffer],
@@ -422,12 +497,13 @@ impl Launch {
         let info = self.kernel.info();
         let block = |o: &BlockOperand| Type::Ref {
             dtype: o.dtype,
-            shape: o.block_shape.clone(),
+            shape: o.ref_shape(),
             space: MemorySpace::Vmem,
         };
-        let types: Vec<Type> = ins
+        let types: Vec<Type> = prefetch
             .iter()
-            .map(block)
+            .map(PrefetchOperand::ref_type)
+            .chain(ins.iter().map(block))
             .chain(outs.iter().map(block))
             .chain(scratch.iter().map(|s| Type::Ref {
                 dtype: s.dtype,
@@ -441,6 +517,7 @@ impl Launch {
         let mut tracer = KernelTracer {
             kernel: info.name,
             kernel_loc: info.loc(),
+            prefetch: bound.by_ref().take(prefetch.len()).collect(),
             inputs: bound.by_ref().take(ins.len()).collect(),
             outputs: bound.by_ref().take(outs.len()).collect(),
             scratch: bound.collect(),
@@ -476,6 +553,7 @@ fn block_operand(
     spec: &BlockSpec,
     array: &[usize],
     grid: &[usize],
+    prefetch: &[PrefetchOperand],
 ) -> Result<BlockOperand, TraceError> {
     let what = format!("{role} `{}`", p.name);
     let (block, loc) = (&spec.block_shape, spec.loc);
@@ -500,17 +578,33 @@ fn block_operand(
             });
         }
     }
-    if spec.arity != grid.len() {
+    if let Some(&d) = spec.squeezed.iter().find(|&&d| block.get(d) != Some(&1)) {
+        let message = match block.get(d) {
+            None => format!("{what}: squeezed dim {d} is not a dim of the block {block:?}"),
+            Some(b) => format!(
+                "{what}: squeezed dim {d} of block {block:?} has size {b}; a squeezed dim has \
+                 block size 1 (one element of the array per step)"
+            ),
+        };
+        return Err(TraceError::Launch { message, loc });
+    }
+    if let Some(arity) = spec.arity.filter(|&a| a != grid.len()) {
         return Err(TraceError::IndexMapArity {
             what,
-            arity: spec.arity,
+            arity,
             grid: grid.to_vec(),
             loc,
         });
     }
-    let (session, args) = Session::begin(&vec![Type::index(); grid.len()], None);
-    let indices: Vec<Scalar<i32>> = args.into_iter().map(Scalar::from_val).collect();
-    let results = (spec.map)(&indices);
+    let params: Vec<Type> = vec![Type::index(); grid.len()]
+        .into_iter()
+        .chain(prefetch.iter().map(PrefetchOperand::ref_type))
+        .collect();
+    let (session, args) = Session::begin(&params, None);
+    let (grid_args, prefetch_args) = args.split_at(grid.len());
+    let indices: Vec<Scalar<i32>> = grid_args.iter().copied().map(Scalar::from_val).collect();
+    let arrays: Vec<Prefetch<i32>> = prefetch_args.iter().copied().map(Prefetch::new).collect();
+    let results = (spec.map)(&indices, &arrays);
     if results.len() != block.len() {
         return Err(TraceError::IndexMapRank {
             what,
@@ -527,6 +621,93 @@ fn block_operand(
         dtype,
         array_shape: array.to_vec(),
         block_shape: block.clone(),
+        squeezed: spec.squeezed.clone(),
         index_map,
+    })
+}
+
+/// The scalar-prefetch operands: each declared `i32` (SMEM words) and handed an `i32` array.
+fn prefetch_operands(
+    kernel: &'static str,
+    params: &[&ParamInfo],
+    arrays: &[(DType, Vec<usize>)],
+    at: Loc,
+) -> Result<Vec<PrefetchOperand>, TraceError> {
+    params
+        .iter()
+        .zip(arrays)
+        .map(|(p, (dtype, shape))| {
+            let declared = p.dtype.unwrap_or(*dtype);
+            if declared != DType::I32 {
+                return Err(TraceError::Launch {
+                    message: format!(
+                        "kernel `{kernel}`: scalar-prefetch `{}` is declared {declared}; scalar \
+                         prefetch takes i32 arrays (pass floats as a blocked input)",
+                        p.name
+                    ),
+                    loc: at,
+                });
+            }
+            if *dtype != declared {
+                return Err(mismatch(
+                    kernel,
+                    format!("scalar-prefetch `{}` as declared", p.name),
+                    declared,
+                    *dtype,
+                    at,
+                ));
+            }
+            Ok(PrefetchOperand {
+                name: p.name.to_string(),
+                dtype: *dtype,
+                shape: shape.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Grids up to this many steps have every block index checked at trace time (~1 us per step
+/// and operand in the interpreter's evaluator); larger ones are left to the interpreter.
+const MAX_CHECKED_STEPS: usize = 1 << 14;
+
+/// Index maps are IR functions of a static grid: evaluated over the whole grid now, a block
+/// index out of range is an error at the BlockSpec's line instead of a clamped block on the
+/// CPU forms and a silent out-of-bounds window on a TPU. Maps that read scalar-prefetch
+/// arrays depend on data: the interpreter checks those when it runs.
+fn check_block_indices(o: &BlockOperand, grid: &[usize]) -> Result<(), TraceError> {
+    let map = &o.index_map;
+    let prefetch_params = &map.params()[grid.len().min(map.params().len())..];
+    let reads_prefetch = !prefetch_params.is_empty() && uses_any(&map.body, prefetch_params);
+    if reads_prefetch || grid.iter().product::<usize>() > MAX_CHECKED_STEPS {
+        return Ok(());
+    }
+    crate::interp::check_block_indices(o, grid).map_err(|e| match e {
+        crate::interp::InterpError::BlockOutOfBounds {
+            grid_index,
+            block_index,
+            ..
+        } => TraceError::Launch {
+            message: format!(
+                "`{}`: at grid index {grid_index:?} the index map gives block {block_index:?}, \
+                 out of range for blocks of {:?} in an array of {:?} (block counts {:?})",
+                o.name,
+                o.block_shape,
+                o.array_shape,
+                o.blocks_per_dim()
+            ),
+            loc: map.loc,
+        },
+        other => TraceError::Launch {
+            message: format!("`{}`: evaluating the index map failed: {other}", o.name),
+            loc: map.loc,
+        },
+    })
+}
+
+/// Whether any op of `region` (nested regions included) reads one of `values`.
+fn uses_any(region: &crate::ir::Region, values: &[crate::ir::ValueId]) -> bool {
+    region.ops.iter().any(|op| {
+        op.kind.operands().iter().any(|v| values.contains(v))
+            || op.kind.regions().into_iter().any(|r| uses_any(r, values))
     })
 }

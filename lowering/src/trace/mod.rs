@@ -41,7 +41,6 @@ mod index;
 mod launch;
 mod math;
 mod operand;
-mod program;
 mod refs;
 mod shape_ops;
 mod tracer;
@@ -51,7 +50,7 @@ pub use arith::{maximum, minimum};
 pub use block_spec::{BlockSpec, IndexMapFn};
 pub use builder::Val;
 pub use control::{__fori, __if_else, fori_loop, when, Carry, CarryLeaf, IntoCond, RustValue};
-pub use dot::{dot, dot_general, dot_t};
+pub use dot::{dot, dot_general, dot_i8, dot_t};
 pub use element::{Element, Float, Numeric};
 pub use error::TraceError;
 pub use grid::{num_programs, program_id, range};
@@ -59,8 +58,11 @@ pub use index::{IndexList, IndexValue, IntoIndex};
 pub use launch::{Launch, ScratchSpec, Smem, Vmem};
 pub use math::{abs, ceil, cos, erf, exp, floor, log, rsqrt, sigmoid, sin, sqrt, tanh};
 pub use operand::{Operand, ScalarOperand};
-pub use program::{BlockOperand, DimensionSemantics, KernelProgram, ScratchBuffer};
-pub use refs::{Ref, RefMut, Scratch};
+// The traced program is IR; re-exported here because the launch API returns it.
+pub use crate::ir::{
+    BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand, ScratchBuffer,
+};
+pub use refs::{Prefetch, PrefetchElement, Ref, RefMut, Scratch};
 pub use shape_ops::{full, iota, max, min, sum, where_, zeros, zeros_like, Axes};
 pub use tracer::KernelTracer;
 pub use value::{Scalar, Tile, Traced};

@@ -1,5 +1,6 @@
-//! Block refs: `Ref<E>` (an input block), `RefMut<E>` (an output block) and `Scratch<E>`
-//! (a VMEM/SMEM buffer that persists across grid steps). All are `Copy` handles; every
+//! Block refs: `Ref<E>` (an input block), `RefMut<E>` (an output block), `Scratch<E>`
+//! (a VMEM/SMEM buffer that persists across grid steps) and `Prefetch<E>` (a whole
+//! scalar-prefetch array in SMEM, also handed to index maps). All are `Copy` handles; every
 //! method takes `&self` so several closures may use one ref.
 
 use super::builder::{with, Builder, Val};
@@ -156,3 +157,19 @@ ref_type!(
 );
 writable!(RefMut);
 writable!(Scratch);
+ref_type!(
+    /// A scalar-prefetch array: the whole array, in SMEM, filled before the grid runs (Pallas'
+    /// `PrefetchScalarGridSpec`). Read elements with `load_scalar`, in the body or in an index
+    /// map given to [`BlockSpec::prefetch`](super::BlockSpec::prefetch).
+    Prefetch
+);
+
+/// Element types a scalar-prefetch array may have: SMEM holds 32-bit words, and Mosaic
+/// prefetches `i32` arrays.
+#[diagnostic::on_unimplemented(
+    message = "a scalar-prefetch array holds `i32`, not `{Self}`",
+    label = "scalar prefetch takes `i32` arrays (block indices, offsets, lengths)",
+    note = "pass floats as a blocked input (`&Ref<E>`) instead"
+)]
+pub trait PrefetchElement: Element {}
+impl PrefetchElement for i32 {}

@@ -3,21 +3,29 @@
 use super::builder::Val;
 use super::element::Element;
 use super::error::TraceError;
-use super::refs::{Ref, RefMut, Scratch};
+use super::refs::{Prefetch, PrefetchElement, Ref, RefMut, Scratch};
 use crate::dtype::DType;
 use crate::ir::Loc;
 
-/// Hands out the refs of one trace of a kernel body: inputs, outputs and scratch buffers,
-/// each bound to the launch's block shape and dtype.
+/// Hands out the refs of one trace of a kernel body: scalar-prefetch arrays (whole), inputs,
+/// outputs and scratch buffers, each bound to the launch's shape and dtype.
 pub struct KernelTracer {
     pub(crate) kernel: &'static str,
     pub(crate) kernel_loc: Loc,
+    pub(crate) prefetch: Vec<(DType, Val)>,
     pub(crate) inputs: Vec<(DType, Val)>,
     pub(crate) outputs: Vec<(DType, Val)>,
     pub(crate) scratch: Vec<(DType, Val)>,
 }
 
 impl KernelTracer {
+    /// The `i`-th scalar-prefetch array (position among the prefetch parameters).
+    #[track_caller]
+    pub fn prefetch<E: PrefetchElement>(&mut self, i: usize) -> Result<Prefetch<E>, TraceError> {
+        self.param::<E>("scalar prefetch", i, |t| &t.prefetch)
+            .map(Prefetch::new)
+    }
+
     /// The `i`-th input block ref (position among the inputs).
     #[track_caller]
     pub fn input<E: Element>(&mut self, i: usize) -> Result<Ref<E>, TraceError> {

@@ -103,7 +103,17 @@ impl Matmul {
             .iter()
             .enumerate()
             .all(|(a, &p)| p == (a != r));
-        if !only_last_arbitrary || plan.outputs.len() != 1 || plan.scratch.len() != 1 {
+        if !only_last_arbitrary
+            || plan.outputs.len() != 1
+            || plan.scratch.len() != 1
+            || !plan.prefetch.is_empty()
+            || !plan.aliases.is_empty()
+            || plan
+                .inputs
+                .iter()
+                .chain(&plan.outputs)
+                .any(|o| o.view != o.block)
+        {
             return None;
         }
         let steps = match plan.grid[r] {

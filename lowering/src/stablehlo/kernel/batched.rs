@@ -45,6 +45,22 @@ pub(super) enum DimMap {
 
 /// `Ok` when the launch's layout allows the batched form, else the reason it does not.
 fn check_layout(plan: &Plan) -> Result<(), String> {
+    if let Some(o) = plan
+        .inputs
+        .iter()
+        .chain(&plan.outputs)
+        .find(|o| o.view != o.block)
+    {
+        // The body's refs are not the blocks' re-layout (simple to add; not needed yet).
+        return Err(format!("its block {:?} has squeezed dims", o.block));
+    }
+    if !plan.aliases.is_empty() {
+        return Err("an output aliases an input (blocks it skips keep the input)".into());
+    }
+    if !plan.prefetch.is_empty() {
+        // Data-dependent blocks are no fixed re-layout of the arrays.
+        return Err("it has scalar-prefetch arrays (index maps may read them)".into());
+    }
     for (k, o) in plan.inputs.iter().enumerate() {
         dim_maps(plan, o).map_err(|e| format!("input #{k}: {e}"))?;
     }

@@ -18,10 +18,8 @@
 
 use super::error::EmitError;
 use crate::dtype::DType;
-use crate::ir::{self, Func, Literal, Offset, OpKind, Operation, Region, ValueId};
-use crate::stablehlo::{
-    BinaryOp, Comparison, DotDims, FuncBuilder, Precision, ReduceKind, TensorType, UnaryOp, Value,
-};
+use crate::ir::{Func, Literal, Offset, OpKind, Operation, Region, ValueId};
+use crate::stablehlo::{DotDims, FuncBuilder, Precision, TensorType, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -242,7 +240,7 @@ impl<'a> BodyEmitter<'a> {
             OpKind::Unary { op: u, x } => {
                 let b = self.get(*x)?;
                 Batched {
-                    v: f.unary(unary(*u), &b.v)?,
+                    v: f.unary(u.info().stablehlo, &b.v)?,
                     axes: b.axes,
                 }
             }
@@ -256,14 +254,14 @@ impl<'a> BodyEmitter<'a> {
             OpKind::Binary { op: b, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
                 Batched {
-                    v: f.binary(binary(*b), &v[0], &v[1])?,
+                    v: f.binary(b.info().stablehlo, &v[0], &v[1])?,
                     axes,
                 }
             }
             OpKind::Compare { op: c, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
                 Batched {
-                    v: f.compare(compare(*c), &v[0], &v[1])?,
+                    v: f.compare(c.info().stablehlo, &v[0], &v[1])?,
                     axes,
                 }
             }
@@ -314,7 +312,7 @@ impl<'a> BodyEmitter<'a> {
                 let b = self.get(*x)?;
                 let shifted: Vec<usize> = axes.iter().map(|a| a + b.axes.len()).collect();
                 Batched {
-                    v: f.reduce_kind(&b.v, reduce_kind(*r), &shifted, *keepdims)?,
+                    v: f.reduce_kind(&b.v, r.info().stablehlo, &shifted, *keepdims)?,
                     axes: b.axes,
                 }
             }
@@ -663,60 +661,4 @@ fn static_starts(starts: &[Offset]) -> Option<Vec<usize>> {
 
 pub(super) fn grid_axis(axis: usize) -> EmitError {
     EmitError::internal(format!("grid axis {axis} does not exist"))
-}
-
-pub(super) fn unary(u: ir::UnaryOp) -> UnaryOp {
-    use ir::UnaryOp as I;
-    match u {
-        I::Neg => UnaryOp::Negate,
-        I::Abs => UnaryOp::Abs,
-        I::Exp => UnaryOp::Exponential,
-        I::Log => UnaryOp::Log,
-        I::Tanh => UnaryOp::Tanh,
-        I::Sqrt => UnaryOp::Sqrt,
-        I::Rsqrt => UnaryOp::Rsqrt,
-        I::Erf => UnaryOp::Erf,
-        I::Sin => UnaryOp::Sine,
-        I::Cos => UnaryOp::Cosine,
-        I::Logistic => UnaryOp::Logistic,
-        I::Floor => UnaryOp::Floor,
-        I::Ceil => UnaryOp::Ceil,
-        I::Not => UnaryOp::Not,
-    }
-}
-
-pub(super) fn binary(b: ir::BinaryOp) -> BinaryOp {
-    use ir::BinaryOp as I;
-    match b {
-        I::Add => BinaryOp::Add,
-        I::Sub => BinaryOp::Subtract,
-        I::Mul => BinaryOp::Multiply,
-        I::Div => BinaryOp::Divide,
-        I::Rem => BinaryOp::Remainder,
-        I::Max => BinaryOp::Maximum,
-        I::Min => BinaryOp::Minimum,
-        I::Pow => BinaryOp::Power,
-        I::And => BinaryOp::And,
-        I::Or => BinaryOp::Or,
-    }
-}
-
-pub(super) fn reduce_kind(r: ir::ReduceOp) -> ReduceKind {
-    match r {
-        ir::ReduceOp::Sum => ReduceKind::Sum,
-        ir::ReduceOp::Max => ReduceKind::Max,
-        ir::ReduceOp::Min => ReduceKind::Min,
-    }
-}
-
-pub(super) fn compare(c: ir::CompareOp) -> Comparison {
-    use ir::CompareOp as I;
-    match c {
-        I::Eq => Comparison::Eq,
-        I::Ne => Comparison::Ne,
-        I::Lt => Comparison::Lt,
-        I::Le => Comparison::Le,
-        I::Gt => Comparison::Gt,
-        I::Ge => Comparison::Ge,
-    }
 }

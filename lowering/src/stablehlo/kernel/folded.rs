@@ -14,7 +14,7 @@
 //! batched form uses its leading-grid-dims layout instead.
 
 use super::batched::{const_blocks, DimMap};
-use super::body::{binary, compare, grid_axis, reduce_kind, unary};
+use super::body::grid_axis;
 use super::error::EmitError;
 use super::plan::Plan;
 use crate::dtype::DType;
@@ -257,7 +257,7 @@ impl Fold<'_> {
             OpKind::Unary { op: u, x } => {
                 let x = self.get(*x)?;
                 Folded {
-                    base: f.unary(unary(*u), &x.base)?,
+                    base: f.unary(u.info().stablehlo, &x.base)?,
                     ..x
                 }
             }
@@ -270,11 +270,19 @@ impl Fold<'_> {
             }
             OpKind::Binary { op: b, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
-                plain(f.binary(binary(*b), &v[0], &v[1])?, ty()?.shape, axes)
+                plain(
+                    f.binary(b.info().stablehlo, &v[0], &v[1])?,
+                    ty()?.shape,
+                    axes,
+                )
             }
             OpKind::Compare { op: c, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
-                plain(f.compare(compare(*c), &v[0], &v[1])?, ty()?.shape, axes)
+                plain(
+                    f.compare(c.info().stablehlo, &v[0], &v[1])?,
+                    ty()?.shape,
+                    axes,
+                )
             }
             OpKind::Select {
                 cond,
@@ -335,7 +343,7 @@ impl Fold<'_> {
                     return Err(Stop::Unfoldable);
                 }
                 let v = self.materialize(f, &x, &x.axes)?;
-                let r = f.reduce_kind(&v, reduce_kind(*r), reduced, false)?;
+                let r = f.reduce_kind(&v, r.info().stablehlo, reduced, false)?;
                 let kept: Vec<usize> = (0..x.shape.len())
                     .filter(|d| !reduced.contains(d))
                     .collect();

@@ -13,14 +13,28 @@ use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
 
 pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
     let mut f = FuncBuilder::new("main");
+    let prefetch: Vec<Value> = plan
+        .prefetch
+        .iter()
+        .map(|a| f.arg(TensorType::new(a.shape.clone(), a.dtype)))
+        .collect();
     let args: Vec<Value> = plan
         .inputs
         .iter()
         .map(|o| f.arg(TensorType::new(o.array.clone(), o.dtype)))
         .collect();
+    let step = Step {
+        plan,
+        prefetch: &prefetch,
+        args: &args,
+    };
     let mut init = Vec::new();
-    for o in &plan.outputs {
-        init.push(f.zeros(TensorType::new(o.array.clone(), o.dtype))?);
+    for (j, o) in plan.outputs.iter().enumerate() {
+        // An aliased output starts as its input (one buffer on a TPU).
+        init.push(match plan.aliases.iter().find(|a| a.1 == j) {
+            Some(&(i, _)) => args[i].clone(),
+            None => f.zeros(TensorType::new(o.array.clone(), o.dtype))?,
+        });
     }
     for s in &plan.scratch {
         init.push(f.zeros(TensorType::new(s.shape.clone(), s.dtype))?);
@@ -29,80 +43,110 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
     let lo = f.scalar(DType::I32, 0.0)?;
     let hi = f.scalar(DType::I32, steps as f64)?;
     let init_refs: Vec<&Value> = init.iter().collect();
-    let carried = f.fori_loop(&lo, &hi, &init_refs, |f, step, carried| {
-        step_body(plan, f, &args, step, carried)
+    let carried = f.fori_loop(&lo, &hi, &init_refs, |f, s, carried| {
+        step.body(f, s, carried)
     })?;
     let outs: Vec<&Value> = carried[..plan.outputs.len()].iter().collect();
     Ok(f.finish(&outs)?)
 }
 
-/// One grid step: returns the next outputs and scratch contents.
-fn step_body(
-    plan: &Plan,
-    f: &mut FuncBuilder,
-    args: &[Value],
-    step: &Value,
-    carried: &[Value],
-) -> Result<Vec<Value>, EmitError> {
-    let idx = grid_indices(f, step, &plan.grid)?;
-    let mut body = BodyEmitter::step(plan.body, plan.grid.clone(), idx.clone());
-    for (o, x) in plan.inputs.iter().zip(args) {
-        let block = read_block(plan, f, o, x, &idx)?;
-        body.set_ref(o.param, block.0, Vec::new());
-    }
-    let (outs, scratch) = carried.split_at(plan.outputs.len());
-    let mut offsets = Vec::new();
-    for (o, x) in plan.outputs.iter().zip(outs) {
-        let (block, off) = read_block(plan, f, o, x, &idx)?;
-        body.set_ref(o.param, block, Vec::new());
-        offsets.push(off);
-    }
-    for (s, v) in plan.scratch.iter().zip(scratch) {
-        body.set_ref(s.param, v.clone(), Vec::new());
-    }
-    body.emit_ops(f, &plan.body.body.ops)?;
-    let mut next = Vec::new();
-    for ((o, x), off) in plan.outputs.iter().zip(outs).zip(&offsets) {
-        let block = body.ref_contents(f, o.param)?;
-        next.push(match off {
-            None => block,
-            Some(off) => {
-                let refs: Vec<&Value> = off.iter().collect();
-                f.dynamic_update_slice(x, &block, &refs)?
-            }
-        });
-    }
-    for s in &plan.scratch {
-        next.push(body.ref_contents(f, s.param)?);
-    }
-    Ok(next)
+/// What every grid step reads: the plan and the module's arguments.
+struct Step<'p, 'a> {
+    plan: &'p Plan<'a>,
+    /// The scalar-prefetch arrays (whole; the body and the index maps read them).
+    prefetch: &'p [Value],
+    args: &'p [Value],
 }
 
-/// The block of `x` this step sees, and its element offsets (`None` for a whole-array block).
-fn read_block(
-    plan: &Plan,
-    f: &mut FuncBuilder,
-    o: &Operand,
-    x: &Value,
-    idx: &[Value],
-) -> Result<(Value, Option<Vec<Value>>), EmitError> {
-    if o.whole() {
-        return Ok((x.clone(), None));
+impl Step<'_, '_> {
+    /// One grid step: returns the next outputs and scratch contents.
+    fn body(
+        &self,
+        f: &mut FuncBuilder,
+        step: &Value,
+        carried: &[Value],
+    ) -> Result<Vec<Value>, EmitError> {
+        let plan = self.plan;
+        let idx = grid_indices(f, step, &plan.grid)?;
+        let mut body = BodyEmitter::step(plan.body, plan.grid.clone(), idx.clone());
+        for (a, x) in plan.prefetch.iter().zip(self.prefetch) {
+            body.set_ref(a.param, x.clone(), Vec::new());
+        }
+        for (o, x) in plan.inputs.iter().zip(self.args) {
+            let block = self.read_block(f, o, x, &idx)?;
+            body.set_ref(o.param, block.0, Vec::new());
+        }
+        let (outs, scratch) = carried.split_at(plan.outputs.len());
+        let mut offsets = Vec::new();
+        for (o, x) in plan.outputs.iter().zip(outs) {
+            let (block, off) = self.read_block(f, o, x, &idx)?;
+            body.set_ref(o.param, block, Vec::new());
+            offsets.push(off);
+        }
+        for (s, v) in plan.scratch.iter().zip(scratch) {
+            body.set_ref(s.param, v.clone(), Vec::new());
+        }
+        body.emit_ops(f, &plan.body.body.ops)?;
+        let mut next = Vec::new();
+        for ((o, x), off) in plan.outputs.iter().zip(outs).zip(&offsets) {
+            let view = body.ref_contents(f, o.param)?;
+            let block = if o.view == o.block {
+                view
+            } else {
+                f.reshape(&view, &o.block)?
+            };
+            next.push(match off {
+                None => block,
+                Some(off) => {
+                    let refs: Vec<&Value> = off.iter().collect();
+                    f.dynamic_update_slice(x, &block, &refs)?
+                }
+            });
+        }
+        for s in &plan.scratch {
+            next.push(body.ref_contents(f, s.param)?);
+        }
+        Ok(next)
     }
-    let mut map = BodyEmitter::step(o.index_map, plan.grid.clone(), Vec::new());
-    for (p, i) in o.index_map.params().iter().zip(idx) {
-        map.bind(*p, i.clone());
+
+    /// The block of `x` this step sees, and its element offsets (`None` for a whole-array block).
+    fn read_block(
+        &self,
+        f: &mut FuncBuilder,
+        o: &Operand,
+        x: &Value,
+        idx: &[Value],
+    ) -> Result<(Value, Option<Vec<Value>>), EmitError> {
+        // Squeezed dims have size 1: the ref's view is the block reshaped.
+        let view = |f: &mut FuncBuilder, block: Value| -> Result<Value, EmitError> {
+            Ok(if o.view == o.block {
+                block
+            } else {
+                f.reshape(&block, &o.view)?
+            })
+        };
+        if o.whole() {
+            return Ok((view(f, x.clone())?, None));
+        }
+        let mut map = BodyEmitter::step(o.index_map, self.plan.grid.clone(), Vec::new());
+        let (grid_params, prefetch_params) = o.index_map.params().split_at(idx.len());
+        for (p, i) in grid_params.iter().zip(idx) {
+            map.bind(*p, i.clone());
+        }
+        for (p, x) in prefetch_params.iter().zip(self.prefetch) {
+            map.set_ref(*p, x.clone(), Vec::new());
+        }
+        map.emit_ops(f, &o.index_map.body.ops)?;
+        let mut offsets = Vec::new();
+        for (r, &b) in o.index_map.results().iter().zip(&o.block) {
+            let block_index = map.value(*r)?;
+            let size = f.scalar(DType::I32, b as f64)?;
+            offsets.push(f.mul(&block_index, &size)?);
+        }
+        let refs: Vec<&Value> = offsets.iter().collect();
+        let block = f.dynamic_slice(x, &refs, &o.block)?;
+        Ok((view(f, block)?, Some(offsets)))
     }
-    map.emit_ops(f, &o.index_map.body.ops)?;
-    let mut offsets = Vec::new();
-    for (r, &b) in o.index_map.results().iter().zip(&o.block) {
-        let block_index = map.value(*r)?;
-        let size = f.scalar(DType::I32, b as f64)?;
-        offsets.push(f.mul(&block_index, &size)?);
-    }
-    let refs: Vec<&Value> = offsets.iter().collect();
-    let block = f.dynamic_slice(x, &refs, &o.block)?;
-    Ok((block, Some(offsets)))
 }
 
 /// Grid indices of linear step `s`: `i_a = (s / prod(grid[a+1..])) % grid[a]`.

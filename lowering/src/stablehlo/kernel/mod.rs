@@ -29,7 +29,7 @@ mod plan;
 
 pub use error::EmitError;
 
-use crate::trace::{BlockOperand, DimensionSemantics, KernelProgram};
+use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram};
 use plan::{Operand, Plan, Scratch};
 
 /// Which StableHLO form to emit.
@@ -81,10 +81,12 @@ pub fn batched_form_applies(program: &KernelProgram) -> Result<(), String> {
     }
 }
 
-/// Body params are the refs of the inputs, then the outputs, then the scratch buffers.
+/// Body params are the refs of the prefetch arrays, the inputs, the outputs, then the
+/// scratch buffers.
 fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
     let params = p.body.params();
-    let expected = p.inputs.len() + p.outputs.len() + p.scratch.len();
+    let np = p.prefetch.len();
+    let expected = np + p.inputs.len() + p.outputs.len() + p.scratch.len();
     if params.len() != expected {
         return Err(EmitError::Launch {
             kernel: p.name.clone(),
@@ -94,13 +96,23 @@ fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
             ),
         });
     }
-    let operand = |k: usize, o| operand(params[k], o);
+    let operand = |k: usize, o| operand(params[np + k], o);
     let n_in = p.inputs.len();
-    let n_io = n_in + p.outputs.len();
+    let n_io = np + n_in + p.outputs.len();
     Ok(Plan {
         name: &p.name,
         body: &p.body,
         grid: p.grid.clone(),
+        prefetch: p
+            .prefetch
+            .iter()
+            .enumerate()
+            .map(|(k, a)| Scratch {
+                param: params[k],
+                shape: a.shape.clone(),
+                dtype: a.dtype,
+            })
+            .collect(),
         inputs: p
             .inputs
             .iter()
@@ -123,6 +135,7 @@ fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
                 dtype: s.dtype,
             })
             .collect(),
+        aliases: p.aliases.clone(),
         parallel: p
             .semantics
             .iter()
@@ -137,6 +150,7 @@ fn operand(param: crate::ir::ValueId, o: &BlockOperand) -> Operand<'_> {
         array: o.array_shape.clone(),
         dtype: o.dtype,
         block: o.block_shape.clone(),
+        view: o.ref_shape(),
         index_map: &o.index_map,
     }
 }

@@ -12,6 +12,8 @@ pub(super) struct Operand<'a> {
     pub array: Vec<usize>,
     pub dtype: DType,
     pub block: Vec<usize>,
+    /// The shape the body's ref has: `block` without its squeezed dims.
+    pub view: Vec<usize>,
     /// Grid indices -> block indices (element offset = block index * block size).
     pub index_map: &'a Func,
 }
@@ -34,9 +36,13 @@ pub(super) struct Plan<'a> {
     pub name: &'a str,
     pub body: &'a Func,
     pub grid: Vec<usize>,
+    /// Scalar-prefetch arrays: whole arrays, the module's first arguments.
+    pub prefetch: Vec<Scratch>,
     pub inputs: Vec<Operand<'a>>,
     pub outputs: Vec<Operand<'a>>,
     pub scratch: Vec<Scratch>,
+    /// `(input, output)`: the output starts as the input's contents.
+    pub aliases: Vec<(usize, usize)>,
     /// Per grid axis: true when `parallel`, false when `arbitrary`.
     pub parallel: Vec<bool>,
 }
@@ -78,18 +84,31 @@ impl Plan<'_> {
         for (k, (role, o)) in roles.enumerate() {
             ir::verify(o.index_map)?;
             let map = o.index_map;
-            if map.params().len() != self.grid.len() {
-                return Err(self.launch_error(format!(
-                    "{role} #{k}: index map takes {} grid indices, the grid has {}",
-                    map.params().len(),
-                    self.grid.len()
-                )));
+            let ng = self.grid.len();
+            if map.params().len() != ng + self.prefetch.len() {
+                let takes = map.params().len();
+                return Err(self.launch_error(if self.prefetch.is_empty() {
+                    format!("{role} #{k}: index map takes {takes} grid indices, the grid has {ng}")
+                } else {
+                    format!(
+                        "{role} #{k}: index map takes {takes} params, the grid has {ng} indices \
+                         and the launch {} scalar-prefetch arrays",
+                        self.prefetch.len()
+                    )
+                }));
             }
-            let all_index = map
-                .param_types()
+            let param_types = map.param_types();
+            let all_index = param_types[..ng]
                 .iter()
                 .chain(&map.result_types())
                 .all(Type::is_index);
+            for (a, t) in self.prefetch.iter().zip(&param_types[ng..]) {
+                if t.dtype() != a.dtype || t.shape() != a.shape.as_slice() || !t.is_ref() {
+                    return Err(self.launch_error(format!(
+                        "{role} #{k}: index map param {t} is not the prefetch array's ref"
+                    )));
+                }
+            }
             if map.results().len() != o.array.len() || !all_index {
                 return Err(self.launch_error(format!(
                     "{role} #{k}: index map must yield {} i32 block indices",
@@ -102,9 +121,9 @@ impl Plan<'_> {
                     o.block, o.array
                 )));
             }
-            self.check_ref(o.param, &o.block, o.dtype)?;
+            self.check_ref(o.param, &o.view, o.dtype)?;
         }
-        for s in &self.scratch {
+        for s in self.prefetch.iter().chain(&self.scratch) {
             self.check_ref(s.param, &s.shape, s.dtype)?;
         }
         Ok(())

@@ -237,7 +237,7 @@ impl FuncBuilder {
         op: &'static str,
         scalars: &[TensorType],
         body: impl FnOnce(&mut Self, &[Value]) -> Result<Vec<Value>, E>,
-    ) -> Result<String, E> {
+    ) -> Result<Vec<String>, E> {
         let arg_types: Vec<TensorType> = scalars.iter().chain(scalars.iter()).cloned().collect();
         let (region, yielded) = self.region(op, &arg_types, true, body)?;
         if yielded != scalars {

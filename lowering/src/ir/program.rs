@@ -1,8 +1,8 @@
 //! `KernelProgram`: a traced, checked kernel launch. This is what the emitters (StableHLO,
 //! Mosaic), the interpreter and the runtime consume.
 
+use super::{hash_func_into, Fnv1a, Func, Loc, MemorySpace, Type};
 use crate::dtype::DType;
-use crate::ir::{hash_func_into, Fnv1a, Func, Loc, MemorySpace};
 use std::fmt;
 
 /// How a grid axis may be scheduled (Mosaic's `dimension_semantics`).
@@ -33,12 +33,25 @@ pub struct BlockOperand {
     pub array_shape: Vec<usize>,
     /// The block's shape; each dim divides the array's.
     pub block_shape: Vec<usize>,
-    /// Grid indices (one `i32` param per grid axis) -> block indices (one `i32` result per
-    /// block dim, in block units: element offset = index * block dim). Verified.
+    /// Block dims the kernel's ref lacks (Pallas' `None`), sorted; each has block size 1.
+    pub squeezed: Vec<usize>,
+    /// Grid indices (one `i32` param per grid axis), then one SMEM ref param per
+    /// scalar-prefetch operand -> block indices (one `i32` result per block dim, in block
+    /// units: element offset = index * block dim). Verified.
     pub index_map: Func,
 }
 
 impl BlockOperand {
+    /// The shape of the kernel's ref: the block without its squeezed dims.
+    pub fn ref_shape(&self) -> Vec<usize> {
+        self.block_shape
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| !self.squeezed.contains(d))
+            .map(|(_, &b)| b)
+            .collect()
+    }
+
     /// Number of blocks along each dim.
     pub fn blocks_per_dim(&self) -> Vec<usize> {
         self.array_shape
@@ -46,6 +59,27 @@ impl BlockOperand {
             .zip(&self.block_shape)
             .map(|(a, b)| a / b)
             .collect()
+    }
+}
+
+/// A scalar-prefetch operand: a whole `i32` array in SMEM, passed before the blocked inputs
+/// and readable by the body and by every index map (which makes index maps data-dependent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrefetchOperand {
+    /// The kernel parameter's name.
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl PrefetchOperand {
+    /// The type of its ref params (in the body and in index maps).
+    pub fn ref_type(&self) -> Type {
+        Type::Ref {
+            dtype: self.dtype,
+            shape: self.shape.clone(),
+            space: MemorySpace::Smem,
+        }
     }
 }
 
@@ -60,9 +94,10 @@ pub struct ScratchBuffer {
 
 /// A kernel traced for one launch: body, grid, operands and scratch.
 ///
-/// The body's params are refs, in this order: one per input (block shape, VMEM), one per
-/// output (block shape, VMEM), one per scratch buffer (its shape and memory space). It has
-/// no results. `program_id`/`num_programs` axes are below `grid.len()`.
+/// The body's params are refs, in this order: one per scalar-prefetch operand (its whole
+/// shape, SMEM), one per input (block shape, VMEM), one per output (block shape, VMEM), one
+/// per scratch buffer (its shape and memory space). It has no results. The program's
+/// arguments are the prefetch arrays, then the inputs. `program_id`/`num_programs` axes are below `grid.len()`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelProgram {
     /// The kernel's name (`KernelInfo::name`).
@@ -71,15 +106,23 @@ pub struct KernelProgram {
     pub loc: Loc,
     /// Where the launch was traced (the user's `trace_program`/`.run` call).
     pub launch_loc: Loc,
+    /// Where the dimension semantics were given (the `.semantics(..)` call; the launch's
+    /// location when they are the default).
+    pub semantics_loc: Loc,
     /// The dtype the generic parameter was instantiated with, if the kernel is generic.
     pub dtype: Option<DType>,
     /// The verified kernel body.
     pub body: Func,
     /// Grid extent per axis; steps run in lexicographic order (last axis fastest).
     pub grid: Vec<usize>,
+    pub prefetch: Vec<PrefetchOperand>,
     pub inputs: Vec<BlockOperand>,
     pub outputs: Vec<BlockOperand>,
     pub scratch: Vec<ScratchBuffer>,
+    /// `(input, output)` pairs sharing one buffer (Pallas' `input_output_aliases`; indices
+    /// among the blocked inputs and the outputs): the output starts as the input's contents,
+    /// so blocks the kernel does not write keep them (an in-place update).
+    pub aliases: Vec<(usize, usize)>,
     /// One per grid axis.
     pub semantics: Vec<DimensionSemantics>,
 }
@@ -93,6 +136,12 @@ impl KernelProgram {
         h.str(self.dtype.map_or("", DType::name));
         hash_func_into(&self.body, &mut h);
         h.dims(&self.grid);
+        h.usize(self.prefetch.len());
+        for p in &self.prefetch {
+            h.str(&p.name);
+            h.str(p.dtype.name());
+            h.dims(&p.shape);
+        }
         for list in [&self.inputs, &self.outputs] {
             h.usize(list.len());
             for o in list {
@@ -100,6 +149,7 @@ impl KernelProgram {
                 h.str(o.dtype.name());
                 h.dims(&o.array_shape);
                 h.dims(&o.block_shape);
+                h.dims(&o.squeezed);
                 hash_func_into(&o.index_map, &mut h);
             }
         }
@@ -111,7 +161,17 @@ impl KernelProgram {
             h.str(s.space.name());
         }
         self.semantics.iter().for_each(|s| h.str(s.name()));
+        h.usize(self.aliases.len());
+        for &(i, o) in &self.aliases {
+            h.usize(i);
+            h.usize(o);
+        }
         h.finish()
+    }
+
+    /// Index of the body param of input `k` (prefetch refs come first).
+    pub fn input_param(&self, k: usize) -> usize {
+        self.prefetch.len() + k
     }
 
     /// Total number of grid steps.
@@ -130,15 +190,29 @@ impl fmt::Display for KernelProgram {
             self.grid,
             sem.join(", ")
         )?;
+        for p in &self.prefetch {
+            writeln!(f, "prefetch {}: {}{:?} in smem", p.name, p.dtype, p.shape)?;
+        }
         for (role, list) in [("input", &self.inputs), ("output", &self.outputs)] {
             for o in list {
                 writeln!(
                     f,
-                    "{role} {}: {}{:?} in blocks {:?}",
-                    o.name, o.dtype, o.array_shape, o.block_shape
+                    "{role} {}: {}{:?} in blocks {:?}{}",
+                    o.name,
+                    o.dtype,
+                    o.array_shape,
+                    o.block_shape,
+                    if o.squeezed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" squeezing {:?}", o.squeezed)
+                    }
                 )?;
                 write!(f, "{}", o.index_map)?;
             }
+        }
+        for (i, o) in &self.aliases {
+            writeln!(f, "alias input #{i} -> output #{o}")?;
         }
         for s in &self.scratch {
             writeln!(

@@ -1,0 +1,205 @@
+//! Squeezed block dims (Pallas' `None` in a block shape): a batched matmul whose batch dim is
+//! squeezed, so the body sees 2-D blocks. It runs on the interpreter and the XLA CPU plugin
+//! against a float64 reference, its Mosaic verifies with jaxlib and has the structure Pallas
+//! emits for the same kernel (`tools/pallas_structure.py --bmm`), and libtpu compiles it for
+//! v5e, v6e and tpu7x. Misuse is reported at the BlockSpec's line.
+
+use rand::{Rng, SeedableRng};
+use std::process::Command;
+use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
+use tessera_lowering::prelude::*;
+use tessera_lowering::stablehlo::Form;
+use tessera_lowering::trace::{KernelProgram, TraceError};
+use tessera_lowering::HostTensor;
+use tessera_macros::tpu_kernel;
+use tessera_runtime::{Device, LaunchExt, RuntimeError, TpuTarget};
+
+const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
+
+/// One batch's row block of `x @ y`; the batch dim is squeezed out of every block.
+#[tpu_kernel]
+fn batched_matmul(x: &Ref<f32>, y: &Ref<f32>, o: &mut RefMut<f32>) {
+    o.store(dot(x.load(), y.load()));
+}
+
+/// `[b, m, k] @ [b, k, n]` on a grid of (batch, row block).
+fn bmm_launch(b: usize, m: usize, k: usize, n: usize, bm: usize) -> Launch {
+    batched_matmul::launch()
+        .grid([b, m / bm])
+        .input(BlockSpec::new([1, bm, k], |bi, i| (bi, i, 0)).squeeze([0]))
+        .input(BlockSpec::new([1, k, n], |bi, _i| (bi, 0, 0)).squeeze([0]))
+        .output(
+            BlockSpec::new([1, bm, n], |bi, i| (bi, i, 0)).squeeze([0]),
+            [b, m, n],
+        )
+}
+
+fn random_f32(rng: &mut rand::rngs::StdRng, shape: Vec<usize>) -> HostTensor {
+    let n = shape.iter().product();
+    let data: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
+    HostTensor::from_vec(shape, data)
+}
+
+fn reference(x: &[f64], y: &[f64], (b, m, k, n): (usize, usize, usize, usize)) -> Vec<f64> {
+    let mut o = vec![0.0; b * m * n];
+    for bi in 0..b {
+        for i in 0..m {
+            for j in 0..n {
+                o[(bi * m + i) * n + j] = (0..k)
+                    .map(|l| x[(bi * m + i) * k + l] * y[(bi * k + l) * n + j])
+                    .sum();
+            }
+        }
+    }
+    o
+}
+
+#[test]
+fn batched_matmul_with_a_squeezed_batch_dim_matches_float64_on_every_device() {
+    let cpu = Device::cpu().expect("the XLA CPU plugin is installed");
+    for (seed, (b, m, k, n, bm)) in [(3, 128, 256, 128, 64), (2, 16, 128, 256, 8)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed as u64);
+        let x = random_f32(&mut rng, vec![b, m, k]);
+        let y = random_f32(&mut rng, vec![b, k, n]);
+        let want = reference(&x.to_f64_vec(), &y.to_f64_vec(), (b, m, k, n));
+        let launch = bmm_launch(b, m, k, n, bm);
+        let runs = [
+            ("interp", launch.run(&Device::interp(), &[&x, &y])),
+            ("cpu auto", launch.run_as(&cpu, &[&x, &y], Form::Auto)),
+            (
+                "cpu grid loop",
+                launch.run_as(&cpu, &[&x, &y], Form::GridLoop),
+            ),
+        ];
+        // f32 products summed over k terms of magnitude <= 1: |error| <= k * 2^-24 * k.
+        let tol = (k * k) as f64 * f32::EPSILON as f64;
+        for (device, out) in runs {
+            let got = out.unwrap_or_else(|e| panic!("{device}: {e}"))[0].to_f64_vec();
+            let worst = got
+                .iter()
+                .zip(&want)
+                .map(|(g, w)| (g - w).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                worst <= tol,
+                "{device} {b}x{m}x{k}x{n}: max error {worst} > {tol}"
+            );
+        }
+    }
+}
+
+fn program() -> KernelProgram {
+    let (b, m, k, n) = (3, 128, 256, 128);
+    bmm_launch(b, m, k, n, 128)
+        .trace_program(&[(DType::F32, vec![b, m, k]), (DType::F32, vec![b, k, n])])
+        .expect("traces")
+}
+
+fn jax_python() -> Option<std::ffi::OsString> {
+    let py = std::env::var_os("TESSERA_JAX_PYTHON").filter(|p| !p.is_empty());
+    if py.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs the jaxlib checks: set TESSERA_JAX_PYTHON"
+        );
+        eprintln!("skipped: set TESSERA_JAX_PYTHON to a Python with jax");
+    }
+    py
+}
+
+fn tool(py: &std::ffi::OsStr, name: &str, args: &[String]) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tools")
+        .join(name);
+    let out = Command::new(py)
+        .arg(path)
+        .args(args)
+        .output()
+        .expect("runs python");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{name}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn the_squeezed_matmul_verifies_with_jaxlib_and_has_pallas_structure() {
+    let Some(py) = jax_python() else { return };
+    let dir = std::env::temp_dir().join(format!("tessera-squeezed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bmm.mlir");
+    let m = lower_to_mosaic(&program(), TpuGeneration::V5e).unwrap();
+    // The window keeps the squeezed dim (size 1), as Pallas' does.
+    assert!(
+        m.readable
+            .contains("memref<1x128x256xf32, #tpu.memory_space<vmem>>"),
+        "{}",
+        m.readable
+    );
+    std::fs::write(&file, &m.serialized).unwrap();
+    let file = file.to_string_lossy().to_string();
+    let checked = tool(&py, "check_mosaic.py", std::slice::from_ref(&file));
+    assert!(checked.contains(": OK"), "{checked}");
+    let ours = tool(
+        &py,
+        "pallas_structure.py",
+        &["--module".into(), file.clone()],
+    );
+    let pallas = tool(
+        &py,
+        "pallas_structure.py",
+        &["--bmm", "3", "128", "256", "128"].map(String::from),
+    );
+    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
+    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
+    assert_eq!(
+        ours[&file], pallas["bmm"],
+        "Tessera (left) vs Pallas (right)"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn the_squeezed_matmul_compiles_with_libtpu_for_three_generations() {
+    let program = program();
+    for topology in TOPOLOGIES {
+        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
+        let out = target
+            .compile_program(&program)
+            .unwrap_or_else(|e| panic!("{topology}: {e}"));
+        assert!(out.code_bytes > 0, "{topology}");
+    }
+}
+
+#[test]
+fn squeezing_a_block_dim_that_is_not_1_is_reported_at_the_block_spec() {
+    let x = HostTensor::zeros(DType::F32, vec![2, 8, 128]);
+    let y = HostTensor::zeros(DType::F32, vec![2, 128, 128]);
+    let bad = BlockSpec::new([2, 8, 128], |_b, _i| (0, 0, 0)).squeeze([0]);
+    let line = line!() - 1;
+    let launch = batched_matmul::launch()
+        .grid([2, 1])
+        .input(bad)
+        .input(BlockSpec::new([1, 128, 128], |b, _i| (b, 0, 0)).squeeze([0]))
+        .output(
+            BlockSpec::new([1, 8, 128], |b, i| (b, i, 0)).squeeze([0]),
+            [2, 8, 128],
+        );
+    let error = match launch.run(&Device::interp(), &[&x, &y]) {
+        Err(RuntimeError::Trace(e)) => *e,
+        other => panic!("expected a trace error, got {other:?}"),
+    };
+    let text = error.to_string();
+    assert!(matches!(error, TraceError::Launch { .. }), "{text}");
+    assert!(
+        text.contains(&format!("block_dims_tests.rs:{line}:")),
+        "{text}"
+    );
+    assert!(text.contains("squeezed"), "{text}");
+}
