@@ -1,5 +1,5 @@
-//! Default lowerings: creation (arange, empty/full/zeros/ones and their `_like`s), metadata
-//! (`sym_*`, answered without running anything), `resize_`, and random ops.
+//! Default lowerings: creation (arange, linspace, eye, empty/full/zeros/ones, their `_like`s
+//! and `new_`s), metadata (`sym_*`, answered without running anything), `resize_`, and random ops.
 
 mod random;
 
@@ -10,7 +10,7 @@ use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Lowering, Out};
 use crate::lowerings;
 use crate::value::Scalar;
-use tessera_lowering::stablehlo::TensorType;
+use tessera_lowering::stablehlo::{Comparison, TensorType};
 use tessera_lowering::DType;
 
 pub(super) const LOWERINGS: &[Lowering] = lowerings![
@@ -26,6 +26,15 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("zeros_like", |cx, a| fill_like(cx, a, Scalar::Int(0))),
     ("ones_like", |cx, a| fill_like(cx, a, Scalar::Int(1))),
     ("full_like", |cx, a| fill_like(cx, a, a.scalar("fill_value")?)),
+    ("new_zeros", |cx, a| fill_new(cx, a, Scalar::Int(0))),
+    ("new_ones", |cx, a| fill_new(cx, a, Scalar::Int(1))),
+    ("new_empty", |cx, a| fill_new(cx, a, Scalar::Int(0))),
+    ("new_empty_strided", |cx, a| fill_new(cx, a, Scalar::Int(0))),
+    ("new_full", |cx, a| fill_new(cx, a, a.scalar("fill_value")?)),
+    ("zero", |cx, a| fill_like(cx, a, Scalar::Int(0))),
+    ("eye", eye),
+    ("eye.m", eye),
+    ("linspace", linspace),
     ("sym_size.int", sym_size),
     ("sym_numel", |_, a| Ok(vec![Out::Int(a.tensor("self")?.ty().num_elements() as i64)])),
     ("sym_stride.int", sym_stride),
@@ -111,6 +120,91 @@ fn fill_like(cx: &mut Lower, a: &Args, value: Scalar) -> LowerResult<Vec<Out>> {
     let dtype = a.opt_dtype("dtype")?.unwrap_or(x.dtype());
     let v = scalar_const(cx, value, dtype)?;
     one(cx.broadcast_to(&v, x.shape())?)
+}
+
+/// `new_zeros`/`new_ones`/`new_empty`/`new_empty_strided`/`new_full(self, size, ...)`: a
+/// tensor of `size`, in `dtype` or self's dtype (strides are row-major here).
+fn fill_new(cx: &mut Lower, a: &Args, value: Scalar) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let shape = sizes(&a.int_list("size")?)?;
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(x.dtype());
+    let v = scalar_const(cx, value, dtype)?;
+    one(cx.broadcast_to(&v, &shape)?)
+}
+
+/// `eye(n)` / `eye.m(n, m)`: ones on the main diagonal (default dtype f32).
+fn eye(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let n = a.int("n")?;
+    let m = if a.schema.overload == "m" { a.int("m")? } else { n };
+    if n < 0 || m < 0 {
+        return Err(LowerError::invalid(format!(
+            "{} must be greater or equal to 0, got {}",
+            if n < 0 { "n" } else { "m" },
+            n.min(m)
+        )));
+    }
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(DType::F32);
+    let shape = [n as usize, m as usize];
+    let r = iota(cx, &shape, 0)?;
+    let c = iota(cx, &shape, 1)?;
+    let on = cx.compare(Comparison::Eq, &r, &c)?;
+    let one_ = scalar_const(cx, Scalar::Int(1), dtype)?;
+    let one_ = cx.broadcast_to(&one_, &shape)?;
+    let z = zeros(cx, &shape, dtype)?;
+    one(cx.select(&on, &one_, &z)?)
+}
+
+/// `linspace(start, end, steps)`: PyTorch's CPU formula, `start + i * step` for the first
+/// half and `end - (steps - 1 - i) * step` for the rest, `step = (end - start) / (steps - 1)`;
+/// computed in f64 for integer dtypes (then truncated), in the float dtype otherwise
+/// (f32 for f16/bf16).
+fn linspace(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let steps = a.int("steps")?;
+    if steps < 0 {
+        return Err(LowerError::invalid("number of steps must be non-negative"));
+    }
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(DType::F32);
+    let n = steps as usize;
+    if n == 0 {
+        return one(zeros(cx, &[0], dtype)?);
+    }
+    let (start, end) = (a.scalar("start")?, a.scalar("end")?);
+    if n == 1 {
+        let s = scalar_const(cx, start, dtype)?;
+        return one(cx.broadcast_to(&s, &[1])?);
+    }
+    let ct = match dtype {
+        DType::F32 | DType::F16 | DType::BF16 => DType::F32,
+        _ => DType::F64,
+    };
+    // The bounds as the dtype holds them (a float bound of an integer linspace truncates).
+    let (s, e) = if dtype.is_float() {
+        (start.as_f64(), end.as_f64())
+    } else {
+        (start.as_f64().trunc(), end.as_f64().trunc())
+    };
+    let ty = TensorType::new(vec![n], ct);
+    let i = iota(cx, &[n], 0)?;
+    let i = cx.convert(&i, ct)?;
+    let step = cx.full(ty.clone(), (e - s) / (n as f64 - 1.0))?;
+    let sv = cx.full(ty.clone(), s)?;
+    let ev = cx.full(ty.clone(), e)?;
+    let last = cx.full(ty.clone(), n as f64 - 1.0)?;
+    let lo = cx.mul(&i, &step)?;
+    let lo = cx.add(&sv, &lo)?;
+    let back = cx.sub(&last, &i)?;
+    let back = cx.mul(&back, &step)?;
+    let hi = cx.sub(&ev, &back)?;
+    let half = cx.full(ty, (n / 2) as f64)?;
+    let first = cx.compare(Comparison::Lt, &i, &half)?;
+    let v = cx.select(&first, &lo, &hi)?;
+    let v = if dtype.is_float() {
+        cx.convert(&v, dtype)?
+    } else {
+        let t = cx.convert(&v, DType::I64)?;
+        cx.convert(&t, dtype)?
+    };
+    one(v)
 }
 
 fn sym_size(_cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {

@@ -21,6 +21,8 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("index_copy", ops::index_copy),
     ("select_scatter", writes::select_scatter),
     ("slice_scatter", writes::slice_scatter),
+    ("select_backward", writes::select_backward),
+    ("slice_backward", writes::slice_backward),
     ("masked_scatter", writes::masked_scatter),
     ("embedding", embed::embedding),
     ("embedding_dense_backward", embed::embedding_dense_backward),

@@ -1,5 +1,5 @@
 //! Default lowerings: nn ops (convolution, pooling, normalization, padding, upsampling and
-//! grid sampling, losses, attention, embedding bags).
+//! grid sampling, losses and their backward ops, attention, embedding bags).
 //!
 //! Half-precision inputs (f16, bf16) compute in f32 and round once, as PyTorch's CPU kernels
 //! do with their "opmath" type, except where PyTorch's CPU kernel itself rounds intermediates
@@ -22,6 +22,7 @@ mod embedding;
 mod fold;
 mod grid;
 mod loss;
+mod loss_pointwise;
 mod norm;
 mod pad;
 mod pool;
@@ -58,6 +59,8 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
         batch_norm::batch_norm_legit_no_training
     ),
     ("batch_norm", batch_norm::batch_norm),
+    ("native_batch_norm", batch_norm::native_batch_norm),
+    ("native_batch_norm_backward", batch_norm::native_batch_norm_backward),
     ("native_layer_norm", norm::native_layer_norm),
     ("native_layer_norm_backward", norm::native_layer_norm_backward),
     ("layer_norm", norm::layer_norm),
@@ -77,6 +80,24 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("binary_cross_entropy", loss::binary_cross_entropy),
     ("nll_loss_forward", loss::nll_loss_forward),
     ("cross_entropy_loss", loss::cross_entropy_loss),
+    ("nll_loss_backward", loss::nll_loss_backward),
+    ("mse_loss_backward", loss_pointwise::mse_loss_backward),
+    ("binary_cross_entropy_backward", loss_pointwise::binary_cross_entropy_backward),
+    ("l1_loss", loss_pointwise::l1_loss),
+    ("smooth_l1_loss", loss_pointwise::smooth_l1_loss),
+    ("smooth_l1_loss_backward", |cx, a| loss_pointwise::smooth_backward(cx, a, false)),
+    ("huber_loss", loss_pointwise::huber_loss),
+    ("huber_loss_backward", |cx, a| loss_pointwise::smooth_backward(cx, a, true)),
+    ("soft_margin_loss", loss_pointwise::soft_margin_loss),
+    ("soft_margin_loss_backward", loss_pointwise::soft_margin_loss_backward),
+    ("binary_cross_entropy_with_logits", loss_pointwise::bce_with_logits),
+    ("kl_div", loss_pointwise::kl_div),
     ("scaled_dot_product_attention", attention::sdpa),
+    ("_scaled_dot_product_flash_attention_for_cpu", attention::flash_cpu),
+    (
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+        attention::flash_cpu_backward
+    ),
+    ("_native_multi_head_attention", attention::native_mha),
     ("_embedding_bag", embedding::embedding_bag),
 ];

@@ -77,3 +77,25 @@ pub(super) fn topk(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let i = cx.slice_axis(&i, d, 0, k as usize)?;
     Ok(vec![Out::Tensor(v), Out::Tensor(i)])
 }
+
+/// `argsort(self, dim=-1, descending=False)` and `.stable(self, *, stable, dim, descending)`:
+/// the indices of a stable sort.
+pub(super) fn argsort(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let d = wrap_dim(a.int("dim")?, x.rank())?;
+    if x.rank() == 0 {
+        return Ok(vec![Out::Tensor(cx.zeros(TensorType::scalar(DType::I64))?)]);
+    }
+    let (_, i) = sort_with_indices(cx, &x, d, a.bool("descending")?)?;
+    Ok(vec![Out::Tensor(i)])
+}
+
+/// `msort(self)`: the values sorted along dim 0.
+pub(super) fn msort(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    if x.rank() == 0 {
+        return Ok(vec![Out::Tensor(x)]);
+    }
+    let (v, _) = sort_with_indices(cx, &x, 0, false)?;
+    Ok(vec![Out::Tensor(v)])
+}

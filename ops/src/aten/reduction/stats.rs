@@ -206,3 +206,10 @@ pub(super) fn norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     )?;
     Ok(vec![Out::Tensor(r)])
 }
+
+/// `std_mean.correction(self, dim=None, *, correction=None, keepdim=False) -> (std, mean)`.
+pub(super) fn std_mean(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (x, dims, c, keepdim) = var_args(a, Correction::Scalar)?;
+    let (v, m) = var_of(cx, &x, &dims, c, keepdim, "std_mean")?;
+    Ok(vec![Out::Tensor(cx.unary(UnaryOp::Sqrt, &v)?), Out::Tensor(m)])
+}

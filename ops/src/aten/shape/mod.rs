@@ -2,8 +2,10 @@
 //! values); `common` holds helpers the indexing and creation families use too.
 
 pub(crate) mod common;
+mod diag;
 mod join;
 mod misc;
+mod rearrange;
 pub(crate) mod views;
 
 use crate::lower::Lowering;
@@ -37,6 +39,49 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("flip", misc::flip),
     ("repeat", misc::repeat),
     ("roll", misc::roll),
+    ("_unsafe_view", |cx, a| views::view(cx, a, "size")),
+    // The `_copy` ops functionalization emits for views: the same values.
+    ("view_copy", |cx, a| views::view(cx, a, "size")),
+    ("permute_copy", views::permute),
+    ("t_copy", views::t),
+    ("transpose_copy.int", views::transpose),
+    ("unsqueeze_copy", views::unsqueeze_op),
+    ("squeeze_copy", rearrange::squeeze_all),
+    ("squeeze_copy.dim", views::squeeze_dim),
+    ("squeeze_copy.dims", views::squeeze_list),
+    ("expand_copy", views::expand),
+    ("alias_copy", views::identity),
+    ("detach_copy", views::identity),
+    ("lift_fresh_copy", views::identity),
+    ("diagonal_copy", views::diagonal),
+    ("slice_copy.Tensor", views::slice),
+    ("select_copy.int", views::select),
+    ("narrow_copy", views::narrow),
+    ("split_copy.Tensor", join::split),
+    ("split_with_sizes_copy", join::split_with_sizes),
+    ("unbind_copy.int", join::unbind),
+    ("as_strided_copy", views::as_strided),
+    ("unfold_copy", rearrange::unfold),
+    ("squeeze", rearrange::squeeze_all),
+    ("flatten.using_ints", rearrange::flatten),
+    ("unflatten.int", rearrange::unflatten),
+    ("movedim.int", rearrange::movedim),
+    ("movedim.intlist", rearrange::movedim),
+    ("swapaxes", rearrange::swapaxes),
+    ("view_as", rearrange::view_as),
+    ("expand_as", rearrange::expand_as),
+    ("tile", rearrange::tile),
+    ("fliplr", |cx, a| rearrange::flip_lr_ud(cx, a, true)),
+    ("flipud", |cx, a| rearrange::flip_lr_ud(cx, a, false)),
+    ("rot90", rearrange::rot90),
+    ("ravel", rearrange::ravel),
+    ("unfold", rearrange::unfold),
+    ("pixel_shuffle", |cx, a| rearrange::pixel_shuffle(cx, a, true)),
+    ("pixel_unshuffle", |cx, a| rearrange::pixel_shuffle(cx, a, false)),
+    ("diag_embed", diag::diag_embed),
+    ("diag", diag::diag),
+    ("diagonal_scatter", diag::diagonal_scatter),
+    ("diagonal_backward", diag::diagonal_backward),
     ("tril", |cx, a| misc::tri(cx, a, true)),
     ("triu", |cx, a| misc::tri(cx, a, false)),
 ];
