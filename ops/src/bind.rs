@@ -75,6 +75,13 @@ pub trait TensorArg {
     fn as_index(&self) -> Option<i64>;
 }
 
+/// A value being lowered: its data is not known, so it is never read as an `int`.
+impl TensorArg for tessera_lowering::stablehlo::Value {
+    fn as_index(&self) -> Option<i64> {
+        None
+    }
+}
+
 impl TensorArg for tessera_lowering::HostTensor {
     fn as_index(&self) -> Option<i64> {
         let d = self.dtype();

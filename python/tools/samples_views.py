@@ -37,3 +37,7 @@ GENERATED = {
                            lambda d: ((_r(1, 2, 4, 1, 1, dtype=d), 1), {})),
     "pixel_unshuffle": _each(lambda d: ((_r(2, 2, 4, 6, dtype=d), 2), {}), lambda d: ((_r(1, 6, 3, dtype=d), 3), {})),
 }
+GENERATED.update({
+    "movedim.int": _each(lambda d: ((_r(2, 3, 4, dtype=d), 0, 2), {}), lambda d: ((_r(2, 3, 4, dtype=d), -1, 0), {})),
+    "squeeze_copy.dims": _each(lambda d: ((_r(2, 1, 4, 1, dtype=d), [1, 3]), {}), lambda d: ((_r(1, 3, dtype=d), [0, -1]), {})),
+})

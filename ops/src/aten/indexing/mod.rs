@@ -4,7 +4,9 @@
 mod advanced;
 mod embed;
 mod ops;
+mod search;
 pub(crate) mod points;
+pub(crate) use embed::embedding_dense_backward;
 mod writes;
 
 use crate::lower::Lowering;
@@ -29,4 +31,15 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("index.Tensor", advanced::index),
     ("index_put", advanced::index_put),
     ("nonzero", advanced::nonzero),
+    ("argwhere", advanced::nonzero),
+    ("_unsafe_index.Tensor", advanced::index),
+    ("_unsafe_index_put", advanced::index_put),
+    ("searchsorted.Tensor", search::searchsorted),
+    ("bucketize.Tensor", search::bucketize),
+    ("isin.Tensor_Tensor", search::isin),
+    ("take", search::take),
+    ("take_along_dim", search::take_along_dim),
+    ("index_fill.int_Scalar", search::index_fill),
+    ("index_fill.int_Tensor", search::index_fill),
+    ("one_hot", search::one_hot),
 ];

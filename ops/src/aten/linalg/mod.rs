@@ -34,6 +34,7 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("dot", dot),
     ("mv", mv),
     ("outer", outer),
+    ("ger", outer),
     ("einsum", einsum::einsum),
     ("addmv", products::addmv),
     ("addbmm", products::addbmm),

@@ -450,3 +450,59 @@ pub(crate) fn nll_loss_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out
     let gi = cx.reshape(&gi, x.shape())?;
     Ok(vec![Out::Tensor(cast(cx, &gi, dt)?)])
 }
+
+/// `self [N, C, H, W]` as rows `[N H W, C]` and `target [N, H, W]` as `[N H W]`: the
+/// per-pixel losses of `nll_loss2d_*` as the 1-d ones.
+fn nll2d_rows(cx: &mut Lower, a: &Args) -> LowerResult<(Value, Value, [usize; 4])> {
+    let x = a.tensor("self")?;
+    let t = a.tensor("target")?;
+    if x.rank() != 4 {
+        return invalid(format!("only batches of spatial inputs supported (4D tensors), but got input of size: {}", shape_str(x.shape())));
+    }
+    let [n, c, h, w] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
+    if t.shape() != [n, h, w] {
+        return invalid(format!(
+            "only batches of spatial targets supported (3D tensors) but got targets of size: {}",
+            shape_str(t.shape())
+        ));
+    }
+    let xt = cx.transpose(&x, &[0, 2, 3, 1])?;
+    let rows = cx.reshape(&xt, &[n * h * w, c])?;
+    let tr = cx.reshape(&t, &[n * h * w])?;
+    Ok((rows, tr, [n, c, h, w]))
+}
+
+/// `nll_loss2d_forward(self, target, weight, reduction, ignore_index) -> (output,
+/// total_weight)`: `nll_loss_forward` over the pixels.
+pub(crate) fn nll_loss2d_forward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (rows, tr, [n, _, h, w]) = nll2d_rows(cx, a)?;
+    let set = vec![("self", crate::value::ArgValue::Tensor(rows)), ("target", crate::value::ArgValue::Tensor(tr))];
+    let mut r = nll_loss_forward(cx, &crate::aten::util::rebind(a, "nll_loss_forward", set)?)?;
+    if reduction(a)? == 0 {
+        if let Some(Out::Tensor(l)) = r.first() {
+            r[0] = Out::Tensor(cx.reshape(l, &[n, h, w])?);
+        }
+    }
+    Ok(r)
+}
+
+/// `nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index,
+/// total_weight)`: `nll_loss_backward` over the pixels, back in `[N, C, H, W]`.
+pub(crate) fn nll_loss2d_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (rows, tr, [n, c, h, w]) = nll2d_rows(cx, a)?;
+    let mut g = a.tensor("grad_output")?;
+    if reduction(a)? == 0 {
+        if g.shape() != [n, h, w] {
+            return invalid(format!("grad_output must have the target's shape [{n}, {h}, {w}], got {}", shape_str(g.shape())));
+        }
+        g = cx.reshape(&g, &[n * h * w])?;
+    }
+    use crate::value::ArgValue as V;
+    let set = vec![("grad_output", V::Tensor(g)), ("self", V::Tensor(rows)), ("target", V::Tensor(tr))];
+    let r = nll_loss_backward(cx, &crate::aten::util::rebind(a, "nll_loss_backward", set)?)?;
+    let Some(Out::Tensor(gi)) = r.first() else {
+        return invalid("nll_loss_backward gave no gradient");
+    };
+    let gi = cx.reshape(gi, &[n, h, w, c])?;
+    Ok(vec![Out::Tensor(cx.transpose(&gi, &[0, 3, 1, 2])?)])
+}

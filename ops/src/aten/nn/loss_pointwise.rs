@@ -1,6 +1,7 @@
 //! Elementwise losses and their backward ops: l1, smooth_l1 and huber (forward and
 //! backward), soft_margin (forward and backward), binary_cross_entropy_with_logits, kl_div,
-//! and the backward ops of mse_loss and binary_cross_entropy. Reduction codes: 0 none,
+//! margin_ranking, hinge_embedding, poisson_nll, cosine_embedding, and the backward ops of
+//! mse_loss and binary_cross_entropy. Reduction codes: 0 none,
 //! 1 mean, 2 sum; f16/bf16 compute in f32.
 
 use super::common::*;
@@ -284,6 +285,169 @@ pub(crate) fn kl_div(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         let tx = cx.mul(&t, &x)?;
         cx.sub(&tl, &tx)?
     };
+    Ok(vec![Out::Tensor(reduce_elementwise(
+        cx,
+        &l,
+        dt,
+        reduction(a)?,
+    )?)])
+}
+
+/// Tensor arguments `names` promoted to their float result dtype, in opmath and broadcast.
+fn promoted(
+    cx: &mut Lower,
+    a: &Args,
+    names: &[&str],
+    op: &str,
+) -> LowerResult<(Vec<Value>, DType)> {
+    let ts = names
+        .iter()
+        .map(|n| a.tensor(n))
+        .collect::<LowerResult<Vec<_>>>()?;
+    let dt = result_type(&ts.iter().cloned().map(Operand::Tensor).collect::<Vec<_>>());
+    dtype_check(dt.is_float(), dt, op)?;
+    let ct = opmath(dt);
+    let vs = ts
+        .iter()
+        .map(|t| cast(cx, t, ct))
+        .collect::<LowerResult<Vec<_>>>()?;
+    let shape = crate::aten::util::broadcast_all(&vs)?;
+    let vs = vs
+        .iter()
+        .map(|v| Ok(cx.broadcast_to(v, &shape)?))
+        .collect::<LowerResult<Vec<_>>>()?;
+    Ok((vs, dt))
+}
+
+/// `margin_ranking_loss(input1, input2, target, margin=0, reduction=Mean)`:
+/// `max(0, -target (input1 - input2) + margin)`.
+pub(crate) fn margin_ranking_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (v, dt) = promoted(
+        cx,
+        a,
+        &["input1", "input2", "target"],
+        "margin_ranking_loss",
+    )?;
+    let d = cx.sub(&v[0], &v[1])?;
+    let p = cx.mul(&v[2], &d)?;
+    let p = cx.neg(&p)?;
+    let p = add_s(cx, &p, a.float("margin")?)?;
+    let z = splat(cx, 0.0, p.dtype(), p.shape())?;
+    let l = cx.max(&p, &z)?;
+    Ok(vec![Out::Tensor(reduce_elementwise(
+        cx,
+        &l,
+        dt,
+        reduction(a)?,
+    )?)])
+}
+
+/// `hinge_embedding_loss(self, target, margin=1, reduction=Mean)`: `self` where target is
+/// not -1, plus `max(0, margin - self)` where target is not 1.
+pub(crate) fn hinge_embedding_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (v, dt) = promoted(cx, a, &["self", "target"], "hinge_embedding_loss")?;
+    let (x, t) = (&v[0], &v[1]);
+    let z = splat(cx, 0.0, x.dtype(), x.shape())?;
+    let mx = cx.neg(x)?;
+    let mx = add_s(cx, &mx, a.float("margin")?)?;
+    let mx = cx.max(&mx, &z)?;
+    let not_one = cmp_s(cx, Comparison::Ne, t, 1.0)?;
+    let om = sel(cx, &not_one, &mx, &z)?;
+    let not_neg = cmp_s(cx, Comparison::Ne, t, -1.0)?;
+    let os = sel(cx, &not_neg, x, &z)?;
+    let l = cx.add(&om, &os)?;
+    Ok(vec![Out::Tensor(reduce_elementwise(
+        cx,
+        &l,
+        dt,
+        reduction(a)?,
+    )?)])
+}
+
+/// `poisson_nll_loss(input, target, log_input, full, eps, reduction)`: `exp(x) - t x` for log
+/// inputs, else `x - t log(x + eps)`; with `full`, Stirling's term where `t > 1`.
+pub(crate) fn poisson_nll_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (v, dt) = promoted(cx, a, &["input", "target"], "poisson_nll_loss")?;
+    let (x, t) = (&v[0], &v[1]);
+    let mut l = if a.bool("log_input")? {
+        let e = cx.exp(x)?;
+        let tx = cx.mul(t, x)?;
+        cx.sub(&e, &tx)?
+    } else {
+        let xe = add_s(cx, x, a.float("eps")?)?;
+        let lg = cx.unary(UnaryOp::Log, &xe)?;
+        let tl = cx.mul(t, &lg)?;
+        cx.sub(x, &tl)?
+    };
+    if a.bool("full")? {
+        // t log t - t + log(2 pi t) / 2, where t > 1.
+        let lt = cx.unary(UnaryOp::Log, t)?;
+        let s = cx.mul(t, &lt)?;
+        let s = cx.sub(&s, t)?;
+        let tp = mul_s(cx, t, 2.0 * std::f64::consts::PI)?;
+        let lp = cx.unary(UnaryOp::Log, &tp)?;
+        let lp = mul_s(cx, &lp, 0.5)?;
+        let s = cx.add(&s, &lp)?;
+        let big = cmp_s(cx, Comparison::Gt, t, 1.0)?;
+        let z = splat(cx, 0.0, s.dtype(), s.shape())?;
+        let s = sel(cx, &big, &s, &z)?;
+        l = cx.add(&l, &s)?;
+    }
+    Ok(vec![Out::Tensor(reduce_elementwise(
+        cx,
+        &l,
+        dt,
+        reduction(a)?,
+    )?)])
+}
+
+/// `cosine_embedding_loss(input1, input2, target, margin=0, reduction=Mean)`: with the
+/// cosine over the last dim (eps 1e-12 on the squared norms), `1 - cos` where target is 1,
+/// `max(0, cos - margin)` where it is -1.
+pub(crate) fn cosine_embedding_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (x1, x2, t) = (
+        a.tensor("input1")?,
+        a.tensor("input2")?,
+        a.tensor("target")?,
+    );
+    if x1.shape() != x2.shape() || x1.rank() == 0 || x1.rank() > 2 || t.rank() + 1 != x1.rank() {
+        return invalid(format!(
+            "cosine_embedding_loss: expected 1-D or 2-D inputs of one shape and a target of one dim less, got {}, {} and {}",
+            shape_str(x1.shape()),
+            shape_str(x2.shape()),
+            shape_str(t.shape())
+        ));
+    }
+    let dt = result_type(&[
+        Operand::Tensor(x1.clone()),
+        Operand::Tensor(x2.clone()),
+        Operand::Tensor(t.clone()),
+    ]);
+    dtype_check(dt.is_float(), dt, "cosine_embedding_loss")?;
+    let ct = opmath(dt);
+    let (p, q, tc) = (cast(cx, &x1, ct)?, cast(cx, &x2, ct)?, cast(cx, &t, ct)?);
+    let d = x1.rank() - 1;
+    let pq = cx.mul(&p, &q)?;
+    let prod = sum(cx, &pq, &[d], false)?;
+    let pp = cx.mul(&p, &p)?;
+    let m1 = sum(cx, &pp, &[d], false)?;
+    let m1 = add_s(cx, &m1, 1e-12)?;
+    let qq = cx.mul(&q, &q)?;
+    let m2 = sum(cx, &qq, &[d], false)?;
+    let m2 = add_s(cx, &m2, 1e-12)?;
+    let mm = cx.mul(&m1, &m2)?;
+    let den = cx.unary(UnaryOp::Sqrt, &mm)?;
+    let cos = cx.div(&prod, &den)?;
+    let one = splat(cx, 1.0, ct, cos.shape())?;
+    let z = splat(cx, 0.0, ct, cos.shape())?;
+    let pos = cx.sub(&one, &cos)?;
+    let neg = add_s(cx, &cos, -a.float("margin")?)?;
+    let neg = cx.max(&neg, &z)?;
+    let is_pos = cmp_s(cx, Comparison::Eq, &tc, 1.0)?;
+    let is_neg = cmp_s(cx, Comparison::Eq, &tc, -1.0)?;
+    let op = sel(cx, &is_pos, &pos, &z)?;
+    let on = sel(cx, &is_neg, &neg, &z)?;
+    let l = cx.add(&op, &on)?;
     Ok(vec![Out::Tensor(reduce_elementwise(
         cx,
         &l,

@@ -300,3 +300,101 @@ pub(super) fn shift(cx: &mut Lower, a: &Args, left: bool) -> LowerResult<Vec<Out
     };
     out(cx.binary(op, &v[0], &v[1])?)
 }
+
+/// `special_ndtr(self)`: the standard normal CDF, `erfc(-x / sqrt 2) / 2`.
+pub(super) fn ndtr(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    out(float_map(cx, &x, |cx, x| {
+        let s = mul_k(cx, x, -std::f64::consts::FRAC_1_SQRT_2)?;
+        let e = cx.unary(UnaryOp::Erfc, &s)?;
+        mul_k(cx, &e, 0.5)
+    })?)
+}
+
+/// `special_ndtri(self)`: the inverse of ndtr, `sqrt 2 * erfinv(2p - 1)`.
+pub(super) fn ndtri(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    out(float_map(cx, &x, |cx, x| {
+        let t = mul_k(cx, x, 2.0)?;
+        let t = add_k(cx, &t, -1.0)?;
+        let e = cx.unary(UnaryOp::ErfInv, &t)?;
+        mul_k(cx, &e, std::f64::consts::SQRT_2)
+    })?)
+}
+
+/// `special_entr(self)`: `-x log x` for x > 0, 0 at 0, -inf below 0 (NaN stays).
+pub(super) fn entr(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    out(float_map(cx, &x, |cx, x| {
+        let l = cx.unary(UnaryOp::Log, x)?;
+        let p = cx.mul(x, &l)?;
+        let r = cx.neg(&p)?;
+        let z = cmp_k(cx, Comparison::Eq, x, 0.0)?;
+        let zero = splat(cx, x, 0.0)?;
+        let r = sel(cx, &z, &zero, &r)?;
+        let neg = cmp_k(cx, Comparison::Lt, x, 0.0)?;
+        let ninf = splat(cx, x, f64::NEG_INFINITY)?;
+        sel(cx, &neg, &ninf, &r)
+    })?)
+}
+
+/// `special_xlog1py(self, other)` (and its Scalar overloads): like `xlogy` with `log1p`.
+pub(super) fn xlog1py(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (v, d) = binary(cx, a, "xlog1py_cpu", true)?;
+    let (x, y) = (&v[0], &v[1]);
+    let l = cx.unary(UnaryOp::LogPlusOne, y)?;
+    let p = cx.mul(x, &l)?;
+    let z = cmp_k(cx, Comparison::Eq, x, 0.0)?;
+    let zero = splat(cx, x, 0.0)?;
+    let r = sel(cx, &z, &zero, &p)?;
+    let yn = isnan(cx, y)?;
+    let r = sel(cx, &yn, y, &r)?;
+    out(cast(cx, &r, d)?)
+}
+
+/// `isclose(self, other, rtol, atol, equal_nan)`: `self == other`, or (finite)
+/// `|self - other| <= atol + |rtol * other|`, NaNs equal with `equal_nan`; integers compare
+/// in f32 (PyTorch's default dtype), f16/bf16 in f32.
+pub(super) fn isclose(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let y = a.tensor("other")?;
+    if x.dtype() != y.dtype() {
+        return Err(LowerError::invalid(format!(
+            "{} did not match {}",
+            torch_name(x.dtype()),
+            torch_name(y.dtype())
+        )));
+    }
+    let (rtol, atol) = (a.float("rtol")?, a.float("atol")?);
+    if rtol < 0.0 || atol < 0.0 {
+        return Err(LowerError::invalid(format!(
+            "rtol must be greater than or equal to zero, but got {rtol} (atol {atol})"
+        )));
+    }
+    let v = broadcast_vals(cx, &[x.clone(), y])?;
+    let mut close = cmp(cx, Comparison::Eq, &v[0], &v[1])?;
+    if a.bool("equal_nan")? {
+        let na = isnan(cx, &v[0])?;
+        let nb = isnan(cx, &v[1])?;
+        let both = cx.binary(BinaryOp::And, &na, &nb)?;
+        close = cx.binary(BinaryOp::Or, &close, &both)?;
+    }
+    if x.dtype() == DType::Bool || (rtol == 0.0 && atol == 0.0) {
+        return out(close);
+    }
+    let c = if x.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let (p, q) = (cast(cx, &v[0], c)?, cast(cx, &v[1], c)?);
+    let rq = mul_k(cx, &q, rtol)?;
+    let rq = cx.unary(UnaryOp::Abs, &rq)?;
+    let allowed = add_k(cx, &rq, atol)?;
+    let diff = cx.sub(&p, &q)?;
+    let actual = cx.unary(UnaryOp::Abs, &diff)?;
+    let fin = cx.is_finite(&actual)?;
+    let within = cmp(cx, Comparison::Le, &actual, &allowed)?;
+    let ok = cx.binary(BinaryOp::And, &fin, &within)?;
+    out(cx.binary(BinaryOp::Or, &close, &ok)?)
+}

@@ -4,7 +4,7 @@
 use super::{int_to_i64, to_acc};
 use crate::args::Args;
 use crate::aten::util::{cast, wrap_dim};
-use crate::error::LowerResult;
+use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
 use tessera_lowering::stablehlo::{BinaryOp, Comparison, TensorType, UnaryOp, Value};
 use tessera_lowering::DType;
@@ -155,4 +155,43 @@ fn log_add_exp(cx: &mut Lower, a: &Value, b: &Value) -> LowerResult<Value> {
     let s = cx.select(&an, a, &s)?;
     let bn = cx.compare(Comparison::Ne, b, b)?;
     Ok(cx.select(&bn, b, &s)?)
+}
+
+/// `diff(self, n=1, dim=-1, prepend=None, append=None)`: `n` times the differences of
+/// neighbours along `dim` (of `prepend`, `self`, `append` joined); bool gives `!=`.
+pub(super) fn diff(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    if x.rank() == 0 {
+        return Err(LowerError::invalid("diff expects input to be at least one-dimensional"));
+    }
+    let n = a.int("n")?;
+    if n < 0 {
+        return Err(LowerError::invalid(format!("order must be non-negative but got {n}")));
+    }
+    let d = wrap_dim(a.int("dim")?, x.rank())?;
+    let mut parts = Vec::new();
+    for name in ["prepend", "self", "append"] {
+        if let Some(t) = a.opt_tensor(name)? {
+            parts.push(t);
+        }
+    }
+    let mut y = if parts.len() == 1 {
+        x
+    } else {
+        crate::aten::shape::cat_values(cx, &parts, d as i64)?
+    };
+    for _ in 0..n {
+        let len = y.shape()[d];
+        if len == 0 {
+            break;
+        }
+        let hi = cx.slice_axis(&y, d, 1, len - 1)?;
+        let lo = cx.slice_axis(&y, d, 0, len - 1)?;
+        y = if y.dtype() == DType::Bool {
+            cx.compare(Comparison::Ne, &hi, &lo)?
+        } else {
+            cx.sub(&hi, &lo)?
+        };
+    }
+    Ok(vec![Out::Tensor(y)])
 }

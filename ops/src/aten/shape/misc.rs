@@ -7,7 +7,7 @@ use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
 use tessera_lowering::stablehlo::{Comparison, Value};
 
-pub(super) fn constant_pad_nd(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+pub(crate) fn constant_pad_nd(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
     let pad = a.int_list("pad")?;
     let r = x.rank();

@@ -6,7 +6,11 @@ mod diag;
 mod join;
 mod misc;
 mod rearrange;
+mod stack;
 pub(crate) mod views;
+
+pub(crate) use join::cat_values;
+pub(crate) use misc::constant_pad_nd;
 
 use crate::lower::Lowering;
 use crate::lowerings;
@@ -76,6 +80,21 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("rot90", rearrange::rot90),
     ("ravel", rearrange::ravel),
     ("unfold", rearrange::unfold),
+    ("atleast_1d", |cx, a| stack::atleast_nd(cx, a, 1)),
+    ("atleast_2d", |cx, a| stack::atleast_nd(cx, a, 2)),
+    ("atleast_3d", |cx, a| stack::atleast_nd(cx, a, 3)),
+    ("hstack", |cx, a| stack::hvd_stack(cx, a, 'h')),
+    ("vstack", |cx, a| stack::hvd_stack(cx, a, 'v')),
+    ("dstack", |cx, a| stack::hvd_stack(cx, a, 'd')),
+    ("column_stack", |cx, a| stack::hvd_stack(cx, a, 'c')),
+    ("block_diag", stack::block_diag),
+    ("repeat_interleave.self_int", stack::repeat_interleave),
+    ("sum_to_size", stack::sum_to_size),
+    ("broadcast_to", views::expand),
+    ("reshape_as", rearrange::view_as),
+    ("_reshape_alias", |cx, a| views::view(cx, a, "size")),
+    ("lift", views::identity),
+    ("lift_fresh", views::identity),
     ("pixel_shuffle", |cx, a| rearrange::pixel_shuffle(cx, a, true)),
     ("pixel_unshuffle", |cx, a| rearrange::pixel_shuffle(cx, a, false)),
     ("diag_embed", diag::diag_embed),
