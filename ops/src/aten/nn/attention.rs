@@ -320,8 +320,8 @@ fn project(cx: &mut Lower, x: &Value, w: &Value, b: &Value, rows: std::ops::Rang
 /// proj_weight, proj_bias, mask=None, need_weights=True, average_attn_weights=True,
 /// mask_type=None) -> (out, weights)`: batch-first `[B, T, E]` inputs of one shape, a bool
 /// mask that excludes its True positions (`mask_type` 0: `[L, S]`, 1: key padding `[B, S]`,
-/// 2: broadcast to `[B, H, L, S]`). Without `need_weights` the weights are a zero-size tensor
-/// (PyTorch returns None).
+/// 2: broadcast to `[B, H, L, S]`; a fully masked row gives NaN, as in PyTorch). Without
+/// `need_weights` the weights are a zero-size tensor (PyTorch returns None).
 pub(crate) fn native_mha(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let (q, k, v) = (a.tensor("query")?, a.tensor("key")?, a.tensor("value")?);
     float_only(&q, "native_multi_head_attention")?;
@@ -371,7 +371,12 @@ pub(crate) fn native_mha(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         }
     };
     let sc = masked_scores(cx, &qh, &kh, 1.0 / (d as f64).sqrt(), false, mask.as_ref(), Masked::Out)?;
-    let (attn, _) = softmax_lse(cx, &sc)?;
+    // A plain softmax: a fully masked row gives NaN here, as PyTorch's kernel does.
+    let mx = cx.reduce_max(&sc, &[3], true)?;
+    let sh = bb(cx, BinaryOp::Subtract, &sc, &mx)?;
+    let ex = cx.exp(&sh)?;
+    let den = sum(cx, &ex, &[3], true)?;
+    let attn = bb(cx, BinaryOp::Divide, &ex, &den)?;
     let o = bdot(cx, &attn, &vh, 3, 2)?;
     let o = cx.transpose(&o, &[0, 2, 1, 3])?;
     let o = cx.reshape(&o, &[bsz, t, e])?;
