@@ -240,3 +240,19 @@ GENERATED.update({
     "avg_pool3d_backward": captured("avg_pool3d_backward", _pool3d, _POOL3D),
     "max_pool3d_with_indices_backward": captured("max_pool3d_with_indices_backward", _pool3d, _POOL3D),
 })
+
+
+def _weight_norm(case, dt):
+    shape, dim = case
+    v = _r(*shape, dtype=dt)
+    gshape = [s if i == dim else 1 for i, s in enumerate(shape)]
+    g = _r(*gshape, dtype=dt)
+    return [v, g], torch._weight_norm(v, g, dim)
+
+
+_WN = [((4, 3, 2), 0), ((3, 5), 1), ((2, 3, 4), 2)]
+GENERATED.update({
+    "_weight_norm_interface": captured("_weight_norm_interface", _weight_norm, _WN),
+    "_weight_norm_interface_backward": captured("_weight_norm_interface_backward", _weight_norm, _WN),
+    "_weight_norm": lambda: [((torch.randn(4, 3, dtype=dt), torch.rand(4, 1, dtype=dt) + 0.5, 0), {}) for dt in FLOATS],
+})

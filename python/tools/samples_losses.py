@@ -264,3 +264,23 @@ GENERATED.update({
     "poisson_nll_loss": _poisson,
     "cosine_embedding_loss": _cos_emb,
 })
+
+
+def _max_pool(n):
+    def gen():
+        out = []
+        for dt in FLOATS + [torch.int64]:
+            shape = (2, 3) + (7, 6, 5)[:n]
+            x = _r(*shape, dtype=dt) if dt.is_floating_point else torch.randint(-9, 9, shape)
+            out.append(((x, [2] * n), {}))
+            out.append(((x, [3] * n, [2] * n, [1] * n, [1] * n, True), {}))
+            out.append(((x[0], [2] * n, [1] * n), {}))
+        return out
+    return gen
+
+
+GENERATED.update({
+    "max_pool1d": _max_pool(1),
+    "max_pool2d": _max_pool(2),
+    "max_pool3d": _max_pool(3),
+})

@@ -106,3 +106,7 @@ GENERATED = {
 }
 for _op in ["frac", "deg2rad", "rad2deg", "sinc", "signbit", "positive", "isfinite", "isposinf", "isneginf", "erfc", "sgn"]:
     GENERATED[_op] = _unary(dtypes=FLOATS if _op == "frac" else _NONBOOL if _op == "positive" else ALL)
+GENERATED.update({
+    "special_xlog1py.other_scalar": _scalar(scalars=[2, 0.5, 0, -0.5, float("nan"), True]),
+    "special_xlog1py.self_scalar": _scalar_self([2, 0, -1.5, True]),
+})

@@ -158,9 +158,11 @@ pub(super) fn native_dropout(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> 
     Ok(vec![Out::Tensor(y), Out::Tensor(keep)])
 }
 
-/// The float dtype of a `_like` draw: `dtype`, else `self`'s.
+/// The float dtype of a draw shaped like `self`: `dtype` (where the overload has one), else
+/// `self`'s.
 fn like_dtype(a: &Args, x: &Value, what: &str) -> LowerResult<DType> {
-    let d = a.opt_dtype("dtype")?.unwrap_or(x.dtype());
+    let given = if a.schema.args.iter().any(|s| s.name == "dtype") { a.opt_dtype("dtype")? } else { None };
+    let d = given.unwrap_or(x.dtype());
     if !d.is_float() {
         return Err(LowerError::dtype(d, format!("\"{what}\" not implemented for '{d}'")));
     }

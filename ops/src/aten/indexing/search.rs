@@ -77,9 +77,23 @@ pub(super) fn searchsorted(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         ));
     }
     let right = right || side.as_deref() == Some("right");
-    if a.opt_tensor("sorter")?.is_some() {
-        return Err(LowerError::Unsupported("searchsorted with a sorter".into()));
-    }
+    // A sorter gives the order of an unsorted sequence along its last dim.
+    let seq = match a.opt_tensor("sorter")? {
+        Some(sorter) => {
+            check_index_dtype(&sorter, "torch.searchsorted()")?;
+            if sorter.shape() != seq.shape() {
+                return Err(LowerError::invalid(format!(
+                    "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor {:?} and got sorter tensor {:?}",
+                    seq.shape(),
+                    sorter.shape()
+                )));
+            }
+            let last = seq.rank().saturating_sub(1);
+            let comps = along_dim(cx, &sorter, last)?;
+            gather_points(cx, &seq, &comps, seq.shape())?
+        }
+        None => seq,
+    };
     if seq.rank() > 1
         && (seq.rank() != x.rank()
             || seq.shape()[..seq.rank() - 1] != x.shape()[..x.rank().saturating_sub(1)])

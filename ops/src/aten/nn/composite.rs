@@ -163,6 +163,8 @@ fn pair(
 pub(crate) fn cosine_similarity(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let (x1, x2, dt) = pair(cx, a, "cosine_similarity")?;
     let d = crate::aten::util::wrap_dim(a.int("dim")?, x1.rank())?;
+    let scalar = x1.rank() == 0;
+    let (x1, x2) = if scalar { (cx.reshape(&x1, &[1])?, cx.reshape(&x2, &[1])?) } else { (x1, x2) };
     let eps = a.float("eps")?;
     let p = cx.mul(&x1, &x2)?;
     let dot = sum(cx, &p, &[d], false)?;
@@ -175,6 +177,7 @@ pub(crate) fn cosine_similarity(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out
     let nn = cx.binary(BinaryOp::Maximum, &nn, &e2)?;
     let den = cx.unary(UnaryOp::Sqrt, &nn)?;
     let r = cx.div(&dot, &den)?;
+    let r = if scalar { cx.reshape(&r, &[])? } else { r };
     Ok(vec![Out::Tensor(cast(cx, &r, dt)?)])
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Half-precision inputs (f16, bf16) compute in f32 and round once, as PyTorch's CPU kernels
 //! do with their "opmath" type, except where PyTorch's CPU kernel itself rounds intermediates
-//! to the low precision (transposed convolution and col2im adds, pooling gradients, 3-d
+//! to the low precision (col2im adds, pooling gradients, 3-d
 //! adaptive pooling, the scalar grid sampler, bf16 batch-norm statistics): there
 //! `common::Rounding` reproduces those roundings, so results agree bit for bit or nearly.
 //!
@@ -29,6 +29,7 @@ mod pad;
 mod pool;
 mod resample_grad;
 mod upsample;
+mod weight_norm;
 
 use crate::lower::Lowering;
 use crate::lowerings;
@@ -103,6 +104,9 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("native_group_norm_backward", norm::native_group_norm_backward),
     ("group_norm", norm::group_norm),
     ("rms_norm", norm::rms_norm),
+    ("_weight_norm_interface", weight_norm::weight_norm_interface),
+    ("_weight_norm_interface_backward", weight_norm::weight_norm_interface_backward),
+    ("_weight_norm", weight_norm::weight_norm_op),
     ("reflection_pad1d", |cx, a| pad::pad(cx, a, 1, pad::Mode::Reflect)),
     ("reflection_pad2d", |cx, a| pad::pad(cx, a, 2, pad::Mode::Reflect)),
     ("reflection_pad3d", |cx, a| pad::pad(cx, a, 3, pad::Mode::Reflect)),

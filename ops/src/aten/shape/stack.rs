@@ -191,14 +191,16 @@ pub(super) fn sum_to_size(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let dims: Vec<usize> = (0..x.rank())
         .filter(|&d| d < lead || (shape[d - lead] == 1 && x.shape()[d] != 1))
         .collect();
-    if dims.is_empty() {
+    // PyTorch's `sum_to` returns the tensor itself when nothing is reduced, except for an
+    // empty target size, which is always a `sum` (so integers become i64).
+    if dims.is_empty() && !shape.is_empty() {
         return one(cx.reshape(&x, &shape)?);
     }
-    let kind = if x.dtype() == tessera_lowering::DType::Bool {
-        ReduceKind::Or
-    } else {
-        ReduceKind::Sum
-    };
-    let s = cx.reduce_kind(&x, kind, &dims, false)?;
+    // As `sum`: integers and bool sum to i64, f16/bf16 accumulate in f32.
+    let out = crate::aten::reduction::int_to_i64(x.dtype());
+    let xa = cast(cx, &x, out)?;
+    let xa = cast(cx, &xa, crate::aten::reduction::acc_dtype(out))?;
+    let s = cx.reduce_kind(&xa, ReduceKind::Sum, &dims, false)?;
+    let s = cast(cx, &s, out)?;
     one(cx.reshape(&s, &shape)?)
 }
