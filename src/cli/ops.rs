@@ -112,10 +112,20 @@ mod tests {
         let sweep = Sweep::load(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         let json = serde_json::to_value(coverage(&sweep)).unwrap();
-        for key in ["core_total", "core_passing", "total", "passing", "ops_total", "ops_passing"] {
+        for key in [
+            "core_total",
+            "core_passing",
+            "total",
+            "passing",
+            "ops_total",
+            "ops_passing",
+        ] {
             assert!(json[key].is_u64(), "{key} missing");
         }
-        assert_eq!(json["ops_passing"], 1, "abs (all three overloads) passes, add does not");
+        assert_eq!(
+            json["ops_passing"], 1,
+            "abs (all three overloads) passes, add does not"
+        );
         assert!(json["ops_total"].as_u64().unwrap() < json["total"].as_u64().unwrap());
     }
 }

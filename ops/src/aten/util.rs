@@ -153,10 +153,8 @@ pub fn torch_name(d: DType) -> &'static str {
 pub fn rebind(a: &Args, op: &str, set: Vec<(&str, ArgValue<Value>)>) -> LowerResult<Args> {
     let schema = crate::schema::find(op)
         .ok_or_else(|| LowerError::invalid(format!("no overload `{op}` to compute with")))?;
-    let mut kwargs: Vec<(String, ArgValue<Value>)> = set
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    let mut kwargs: Vec<(String, ArgValue<Value>)> =
+        set.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     for arg in schema.args {
         if kwargs.iter().any(|(k, _)| k == arg.name) {
             continue;

@@ -164,7 +164,11 @@ pub(crate) fn cosine_similarity(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out
     let (x1, x2, dt) = pair(cx, a, "cosine_similarity")?;
     let d = crate::aten::util::wrap_dim(a.int("dim")?, x1.rank())?;
     let scalar = x1.rank() == 0;
-    let (x1, x2) = if scalar { (cx.reshape(&x1, &[1])?, cx.reshape(&x2, &[1])?) } else { (x1, x2) };
+    let (x1, x2) = if scalar {
+        (cx.reshape(&x1, &[1])?, cx.reshape(&x2, &[1])?)
+    } else {
+        (x1, x2)
+    };
     let eps = a.float("eps")?;
     let p = cx.mul(&x1, &x2)?;
     let dot = sum(cx, &p, &[d], false)?;

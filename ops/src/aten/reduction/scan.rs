@@ -118,7 +118,10 @@ pub(super) fn cummax_cummin(cx: &mut Lower, a: &Args, max: bool) -> LowerResult<
             later = cx.binary(BinaryOp::And, &later, &not_en)?;
             later = cx.binary(BinaryOp::Or, &later, &ln)?;
         }
-        Ok(vec![cx.select(&later, &l[0], &e[0])?, cx.select(&later, &l[1], &e[1])?])
+        Ok(vec![
+            cx.select(&later, &l[0], &e[0])?,
+            cx.select(&later, &l[1], &e[1])?,
+        ])
     })?;
     Ok(r.into_iter().map(Out::Tensor).collect())
 }
@@ -127,13 +130,21 @@ pub(super) fn cummax_cummin(cx: &mut Lower, a: &Args, max: bool) -> LowerResult<
 /// f16/bf16.
 pub(super) fn logcumsumexp(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
-    super::require_float(&x, format!("\"logcumsumexp_out_cpu\" not implemented for '{}'", super::torch_name(x.dtype())))?;
+    super::require_float(
+        &x,
+        format!(
+            "\"logcumsumexp_out_cpu\" not implemented for '{}'",
+            super::torch_name(x.dtype())
+        ),
+    )?;
     let d = wrap_dim(a.int("dim")?, x.rank())?;
     if x.rank() == 0 || x.shape()[d] == 0 {
         return Ok(vec![Out::Tensor(x)]);
     }
     let xa = to_acc(cx, &x)?;
-    let r = scan_tuple(cx, &[xa], d, |cx, e, l| Ok(vec![log_add_exp(cx, &e[0], &l[0])?]))?;
+    let r = scan_tuple(cx, &[xa], d, |cx, e, l| {
+        Ok(vec![log_add_exp(cx, &e[0], &l[0])?])
+    })?;
     Ok(vec![Out::Tensor(cast(cx, &r[0], x.dtype())?)])
 }
 
@@ -162,11 +173,15 @@ fn log_add_exp(cx: &mut Lower, a: &Value, b: &Value) -> LowerResult<Value> {
 pub(super) fn diff(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
     if x.rank() == 0 {
-        return Err(LowerError::invalid("diff expects input to be at least one-dimensional"));
+        return Err(LowerError::invalid(
+            "diff expects input to be at least one-dimensional",
+        ));
     }
     let n = a.int("n")?;
     if n < 0 {
-        return Err(LowerError::invalid(format!("order must be non-negative but got {n}")));
+        return Err(LowerError::invalid(format!(
+            "order must be non-negative but got {n}"
+        )));
     }
     let d = wrap_dim(a.int("dim")?, x.rank())?;
     let mut parts = Vec::new();

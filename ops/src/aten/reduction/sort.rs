@@ -102,7 +102,13 @@ pub(super) fn msort(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 
 /// `x` sorted along `d` (NaN last, stable) with its indices, and the entries of both at the
 /// per-slice position `pos` (i64, `x`'s shape without `d`), optionally keeping `d`.
-fn pick_sorted(cx: &mut Lower, x: &Value, d: usize, pos: &Value, keepdim: bool) -> LowerResult<Vec<Out>> {
+fn pick_sorted(
+    cx: &mut Lower,
+    x: &Value,
+    d: usize,
+    pos: &Value,
+    keepdim: bool,
+) -> LowerResult<Vec<Out>> {
     let (v, i) = sort_with_indices(cx, x, d, false)?;
     let mut kept = x.shape().to_vec();
     kept[d] = 1;
@@ -119,7 +125,12 @@ fn pick_sorted(cx: &mut Lower, x: &Value, d: usize, pos: &Value, keepdim: bool) 
             // NaN-aware: a NaN at the position must survive the reduction.
             super::basic::max_min(cx, &m, &[d], keepdim, true)?
         } else {
-            cx.reduce_kind(&m, tessera_lowering::stablehlo::ReduceKind::Max, &[d], keepdim)?
+            cx.reduce_kind(
+                &m,
+                tessera_lowering::stablehlo::ReduceKind::Max,
+                &[d],
+                keepdim,
+            )?
         };
         outs.push(Out::Tensor(r));
     }
@@ -130,7 +141,14 @@ fn pick_sorted(cx: &mut Lower, x: &Value, d: usize, pos: &Value, keepdim: bool) 
 /// a 0-d tensor with dim 0 or -1).
 fn order_input(cx: &mut Lower, x: &Value, dim: i64) -> LowerResult<(Value, usize)> {
     let d = wrap_dim(dim, x.rank())?;
-    Ok((if x.rank() == 0 { cx.reshape(x, &[1])? } else { x.clone() }, d))
+    Ok((
+        if x.rank() == 0 {
+            cx.reshape(x, &[1])?
+        } else {
+            x.clone()
+        },
+        d,
+    ))
 }
 
 /// `kthvalue(self, k, dim=-1, keepdim=False) -> (values, indices)`: the k-th smallest.
@@ -188,7 +206,12 @@ pub(super) fn median(cx: &mut Lower, a: &Args, ignore_nan: bool) -> LowerResult<
         // m non-NaN entries sort first.
         let ok = cx.compare(Comparison::Eq, &x, &x)?;
         let okc = cx.convert(&ok, DType::I64)?;
-        let m = cx.reduce_kind(&okc, tessera_lowering::stablehlo::ReduceKind::Sum, &[d], false)?;
+        let m = cx.reduce_kind(
+            &okc,
+            tessera_lowering::stablehlo::ReduceKind::Sum,
+            &[d],
+            false,
+        )?;
         let one_ = cx.full_int(ty.clone(), 1)?;
         let two = cx.full_int(ty.clone(), 2)?;
         if ignore_nan {
