@@ -5,7 +5,7 @@ float_power, bit shifts)."""
 
 import torch
 
-from samples_pointwise import ALL, FLOATS, INTS, _binary, _float_unary_act, _scalar, _unary, pairs, vals
+from samples_pointwise import _DIV, ALL, FLOATS, INTS, _binary, _float_unary_act, _scalar, _unary, pairs, vals
 
 _NONBOOL = [d for d in ALL if d != torch.bool]
 
@@ -74,7 +74,7 @@ GENERATED = {
     "rsub.Scalar": _scalar(dtypes=_NONBOOL, scalars=[2, -3, 2.5, -0.5, 300, -1]),
     "floor_divide": _binary(nonzero_int_divisor=True, dtypes=_NONBOOL),
     "floor_divide.Scalar": _scalar(nonzero=True, dtypes=_NONBOOL, scalars=[2, -3, 2.5, -0.5, 7]),
-    "true_divide.Tensor": _binary(nonzero_int_divisor=True),
+    "true_divide.Tensor": _DIV,
     "true_divide.Scalar": _scalar(nonzero=True),
     "xlogy.Tensor": _binary(),
     "xlogy.Scalar_Other": _scalar(scalars=[2, 0.5, 0, -1.0, float("nan"), True]),
