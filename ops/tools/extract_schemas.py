@@ -20,8 +20,13 @@ OUT = HERE.parent / "aten_ops.json"
 
 # Arguments torch's kernels write although the schema does not annotate them: the CPU kernel
 # of `native_batch_norm` updates `running_mean`/`running_var` in training mode, as the
-# annotated `_native_batch_norm_legit` does. Marked written here so a call writes them back.
-UNANNOTATED_WRITES = {"native_batch_norm": {"running_mean", "running_var"}}
+# annotated `_native_batch_norm_legit` does. Marked written here so a call writes them back
+# (the `.out` overload then has its own lowering: the functional op's writes follow its
+# results, which the `out` arguments take).
+UNANNOTATED_WRITES = {
+    "native_batch_norm": {"running_mean", "running_var"},
+    "native_batch_norm.out": {"running_mean", "running_var"},
+}
 
 
 def full_name(name, overload):

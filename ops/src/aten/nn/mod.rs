@@ -96,6 +96,7 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ),
     ("batch_norm", batch_norm::batch_norm),
     ("native_batch_norm", batch_norm::native_batch_norm),
+    ("native_batch_norm.out", batch_norm::native_batch_norm),
     ("native_batch_norm_backward", batch_norm::native_batch_norm_backward),
     ("native_layer_norm", norm::native_layer_norm),
     ("native_layer_norm_backward", norm::native_layer_norm_backward),
