@@ -73,9 +73,27 @@ pub trait TensorArg {
     /// The value of a one-element real tensor, truncated, which PyTorch takes for an `int`
     /// argument (`max.dim(x, torch.tensor(1.0))`); `None` for any other tensor.
     fn as_index(&self) -> Option<i64>;
+
+    /// The value of a one-element real tensor, which PyTorch takes for a `float` argument
+    /// (`normal(mean, torch.tensor(2.0))`); `None` for any other tensor.
+    fn as_float(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// A value being lowered: its data is not known, so it is never read as an `int`.
+impl TensorArg for tessera_lowering::stablehlo::Value {
+    fn as_index(&self) -> Option<i64> {
+        None
+    }
 }
 
 impl TensorArg for tessera_lowering::HostTensor {
+    fn as_float(&self) -> Option<f64> {
+        let one = self.shape().iter().product::<usize>() == 1 && !self.dtype().is_complex();
+        one.then(|| self.to_f64_vec().first().copied()).flatten()
+    }
+
     fn as_index(&self) -> Option<i64> {
         let d = self.dtype();
         if self.shape().iter().product::<usize>() != 1 || d.is_complex() {
@@ -118,6 +136,10 @@ fn coerce<T: TensorArg>(a: &ArgSchema, v: ArgValue<T>) -> Result<ArgValue<T>, St
         (ArgType::Tensor, v @ (V::Bool(_) | V::Int(_) | V::Float(_))) => v,
         (ArgType::Int | ArgType::IntList, V::Tensor(t)) => match t.as_index() {
             Some(i) => coerce(a, V::Int(i))?,
+            None => return Err(wrong(&V::Tensor(t))),
+        },
+        (ArgType::Float, V::Tensor(t)) => match t.as_float() {
+            Some(x) => V::Float(x),
             None => return Err(wrong(&V::Tensor(t))),
         },
         (ArgType::TensorList, v @ V::TensorList(_)) => v,
@@ -247,6 +269,9 @@ mod tests {
         fn as_index(&self) -> Option<i64> {
             self.checked_sub(100).map(i64::from)
         }
+        fn as_float(&self) -> Option<f64> {
+            self.checked_sub(100).map(f64::from)
+        }
     }
 
     #[test]
@@ -317,6 +342,12 @@ mod tests {
         let s = find("var.dim").unwrap();
         let b = bind(s, vec![V::Tensor(1), V::Bool(true)], vec![]).unwrap();
         assert_eq!(b.values[1], V::IntList(vec![1]));
+        // A one-element tensor for a float (`normal.Tensor_float(mean, torch.tensor(2.))`).
+        let s = find("normal.Tensor_float").unwrap();
+        let b = bind(s, vec![V::Tensor(1), V::Tensor(102)], vec![]).unwrap();
+        assert_eq!(b.values[1], V::Float(2.0));
+        let e = bind(s, vec![V::Tensor(1), V::Tensor(1)], vec![]).unwrap_err();
+        assert!(e.to_string().contains("`std` must be a float"), "{e}");
         // ScalarType defaults are c10 enum values.
         let s = find("randperm").unwrap();
         let b = bind(s, vec![V::Int(3)], vec![]).unwrap();

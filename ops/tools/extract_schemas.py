@@ -7,6 +7,7 @@ Run with the torch the Makefile installs: `.venv/bin/python ops/tools/extract_sc
 """
 
 import json
+import re
 import pathlib
 import sys
 
@@ -15,6 +16,17 @@ from torchgen.model import FunctionSchema, SchemaKind
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE.parent / "aten_ops.json"
+
+
+# Arguments torch's kernels write although the schema does not annotate them: the CPU kernel
+# of `native_batch_norm` updates `running_mean`/`running_var` in training mode, as the
+# annotated `_native_batch_norm_legit` does. Marked written here so a call writes them back
+# (the `.out` overload then has its own lowering: the functional op's writes follow its
+# results, which the `out` arguments take).
+UNANNOTATED_WRITES = {
+    "native_batch_norm": {"running_mean", "running_var"},
+    "native_batch_norm.out": {"running_mean", "running_var"},
+}
 
 
 def full_name(name, overload):
@@ -37,7 +49,12 @@ def all_aten():
         try:
             parsed = FunctionSchema.parse(text)
         except (AssertionError, RuntimeError):
-            continue  # a type torchgen cannot parse (complex scalars): not one of ours
+            try:
+                # torchgen splits arguments at ", ", so a list default printed with spaces
+                # (`int[] dims=[0, 1]` of rot90) needs them removed.
+                parsed = FunctionSchema.parse(re.sub(r"=\[([^\]]*)\]", lambda m: "=[" + m.group(1).replace(" ", "") + "]", text))
+            except (AssertionError, RuntimeError):
+                continue  # a type torchgen cannot parse (complex scalars): not one of ours
         ops[full_name(name, s.overload_name)] = (parsed, overload.tags)
     return ops
 
@@ -66,14 +83,14 @@ def functional_of(name, schema, ops):
     return None
 
 
-def arg_json(a, kwarg_only, out_names):
+def arg_json(a, kwarg_only, out_names, written=()):
     ann = a.annotation
     return {
         "name": a.name,
         "type": str(a.type),
         "default": a.default,
         "kwarg_only": kwarg_only,
-        "mutable": bool(ann and ann.is_write),
+        "mutable": bool(ann and ann.is_write) or a.name in written,
         "out": a.name in out_names,
     }
 
@@ -84,6 +101,7 @@ def entry(name, schema, tags, ops):
     positional = list(args.flat_positional)
     kw = list(args.flat_kwarg_only) + list(args.out)
     kind = schema.kind()
+    written = UNANNOTATED_WRITES.get(name, ())
     tag_names = sorted(t.name for t in tags if t.name in ("core", "pointwise", "view_copy", "nondeterministic_seeded", "dynamic_output_shape", "inplace_view"))
     if kind == SchemaKind.inplace:
         tag_names.append("inplace")
@@ -95,7 +113,7 @@ def entry(name, schema, tags, ops):
         "name": str(schema.name.name) + ("" if not schema.name.overload_name else ""),
         "overload": schema.name.overload_name,
         "schema": str(schema),
-        "args": [arg_json(a, False, out_names) for a in positional] + [arg_json(a, True, out_names) for a in kw],
+        "args": [arg_json(a, False, out_names, written) for a in positional] + [arg_json(a, True, out_names) for a in kw],
         "returns": [{"name": r.name or "", "type": str(r.type), "alias": str(r.annotation) if r.annotation else None} for r in schema.returns],
         "tags": sorted(set(tag_names)),
         "functional": functional_of(name, schema, ops),

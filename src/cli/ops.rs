@@ -14,7 +14,8 @@ pub enum OpsAction {
 
 #[derive(Args)]
 pub struct CoverageArgs {
-    /// Print JSON: {"core_total", "core_passing", "total", "passing", ..., "ops": [...]}.
+    /// Print JSON: {"core_total", "core_passing", "total", "passing" (overloads), "ops_total",
+    /// "ops_passing" (distinct ops), ..., "ops": [...]}.
     #[arg(long)]
     json: bool,
     /// The sweep results to merge (default: ops/coverage/sweep.json, as `make ops-coverage`
@@ -82,9 +83,56 @@ fn print_table(c: &Coverage, all: bool) {
         if let Some(e) = o.errors.first() {
             println!("       {e}");
         }
+        for (dtype, reason) in &o.refused_dtypes {
+            if !dtype.starts_with("complex") {
+                println!("       refuses {dtype}: {reason}");
+            }
+        }
     }
     println!(
-        "Core ATen: {}/{} passing ({} implemented); all: {}/{} passing ({} implemented); sweep: torch {}, {:.0} s",
-        c.core_passing, c.core_total, c.core_implemented, c.passing, c.total, c.implemented, c.torch_version, c.sweep_wall_s
+        "Core ATen: {}/{} passing ({} implemented); all: {}/{} overloads passing ({} implemented), {}/{} distinct ops; sweep: torch {}, {:.0} s",
+        c.core_passing,
+        c.core_total,
+        c.core_implemented,
+        c.passing,
+        c.total,
+        c.implemented,
+        c.ops_passing,
+        c.ops_total,
+        c.torch_version,
+        c.sweep_wall_s
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_report_has_distinct_op_counts_beside_the_overload_counts() {
+        let path = std::env::temp_dir().join(format!("tessera-sweep-{}.json", std::process::id()));
+        std::fs::write(
+            &path,
+            r#"{"torch_version": "2.15.0", "wall_s": 1.0, "ops": {"abs": {"passed": 2, "failed": 0}, "abs_": {"passed": 1, "failed": 0}, "abs.out": {"passed": 1, "failed": 0}, "add.Tensor": {"passed": 1, "failed": 1}}}"#,
+        )
+        .unwrap();
+        let sweep = Sweep::load(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let json = serde_json::to_value(coverage(&sweep)).unwrap();
+        for key in [
+            "core_total",
+            "core_passing",
+            "total",
+            "passing",
+            "ops_total",
+            "ops_passing",
+        ] {
+            assert!(json[key].is_u64(), "{key} missing");
+        }
+        assert_eq!(
+            json["ops_passing"], 1,
+            "abs (all three overloads) passes, add does not"
+        );
+        assert!(json["ops_total"].as_u64().unwrap() < json["total"].as_u64().unwrap());
+    }
 }

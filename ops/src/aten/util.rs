@@ -2,9 +2,10 @@
 //! promoted operands.
 
 use super::promote::{result_type, Operand};
+use crate::args::Args;
 use crate::error::{LowerError, LowerResult};
 use crate::lower::Lower;
-use crate::value::Scalar;
+use crate::value::{ArgValue, Scalar};
 use tessera_lowering::stablehlo::{TensorType, Value};
 use tessera_lowering::DType;
 
@@ -144,4 +145,23 @@ pub fn torch_name(d: DType) -> &'static str {
         DType::C64 => "ComplexFloat",
         DType::C128 => "ComplexDouble",
     }
+}
+
+/// The arguments of a composite op bound to the overload `op` it computes: each argument of
+/// `op` takes `a`'s argument of the same name, or the value in `set` (which wins), else its
+/// default; binding checks and coerces them as for a call.
+pub fn rebind(a: &Args, op: &str, set: Vec<(&str, ArgValue<Value>)>) -> LowerResult<Args> {
+    let schema = crate::schema::find(op)
+        .ok_or_else(|| LowerError::invalid(format!("no overload `{op}` to compute with")))?;
+    let mut kwargs: Vec<(String, ArgValue<Value>)> =
+        set.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    for arg in schema.args {
+        if kwargs.iter().any(|(k, _)| k == arg.name) {
+            continue;
+        }
+        if let Ok(v) = a.get(arg.name) {
+            kwargs.push((arg.name.to_string(), v.clone()));
+        }
+    }
+    crate::bind::bind(schema, Vec::new(), kwargs).map_err(|e| LowerError::invalid(e.to_string()))
 }

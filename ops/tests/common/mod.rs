@@ -46,3 +46,32 @@ pub fn tensor(o: &Output) -> &HostTensor {
         other => panic!("expected a tensor, got {other:?}"),
     }
 }
+
+/// The values of a tensor output.
+pub fn values(o: &Output) -> Vec<f64> {
+    tensor(o).to_f64_vec()
+}
+
+/// `got` matches `want` elementwise within `tol * (1 + |want|)` (NaN matches NaN).
+pub fn assert_close(got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (x, y) in got.iter().zip(want) {
+        let ok = (x - y).abs() <= tol * (1.0 + y.abs()) || (x.is_nan() && y.is_nan()) || x == y;
+        assert!(ok, "{got:?} vs {want:?}");
+    }
+}
+
+/// Deterministic pseudo-random values in `[lo, hi)` (a fixed LCG: tests are seeded).
+pub fn draws(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}

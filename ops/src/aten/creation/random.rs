@@ -1,5 +1,6 @@
 //! Random ops, drawn from the call's explicit seed (`cx.seed`) with `rng_bit_generator`
-//! (ThreeFry): rand, randn, randperm, bernoulli.p, native_dropout. Values differ from
+//! (ThreeFry): rand, randn, randperm, bernoulli.p, native_dropout, dropout, the `_like`s,
+//! randint, normal, uniform, exponential. Values differ from
 //! PyTorch's generator; their distributions are the same.
 
 use crate::aten::shape::common::*;
@@ -58,14 +59,19 @@ pub(super) fn rand(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 pub(super) fn randn(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let shape = sizes(&a.int_list("size")?)?;
     let dtype = float_dtype(a, "normal_kernel_cpu")?;
+    one(standard_normal(cx, &shape, dtype, 2)?)
+}
+
+/// Standard normal draws of `shape` and the float `dtype` from `stream`.
+fn standard_normal(cx: &mut Lower, shape: &[usize], dtype: DType, stream: u64) -> LowerResult<Value> {
     if shape.iter().product::<usize>() == 0 {
-        return one(zeros(cx, &shape, dtype)?);
+        return zeros(cx, shape, dtype);
     }
     // Box-Muller in f32 (f64 for f64).
     let cd = if dtype == DType::F64 { DType::F64 } else { DType::F32 };
     let mut two = vec![2];
-    two.extend_from_slice(&shape);
-    let u = uniform(cx, &two, cd, 2)?;
+    two.extend_from_slice(shape);
+    let u = uniform(cx, &two, cd, stream)?;
     let n: usize = shape.iter().product();
     let u = cx.reshape(&u, &[2, n])?;
     let u1 = cx.slice(&u, &[0, 0], &[1, n], &[1, 1])?;
@@ -81,8 +87,8 @@ pub(super) fn randn(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let th = cx.mul(&u2, &tau)?;
     let c = cx.unary(UnaryOp::Cosine, &th)?;
     let z = cx.mul(&rad, &c)?;
-    let z = cx.reshape(&z, &shape)?;
-    one(cx.convert(&z, dtype)?)
+    let z = cx.reshape(&z, shape)?;
+    Ok(cx.convert(&z, dtype)?)
 }
 
 pub(super) fn randperm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
@@ -150,4 +156,149 @@ pub(super) fn native_dropout(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> 
     let s = cx.full(x.ty().clone(), scale)?;
     let y = cx.mul(&y, &s)?;
     Ok(vec![Out::Tensor(y), Out::Tensor(keep)])
+}
+
+/// The float dtype of a draw shaped like `self`: `dtype` (where the overload has one), else
+/// `self`'s.
+fn like_dtype(a: &Args, x: &Value, what: &str) -> LowerResult<DType> {
+    let given = if a.schema.args.iter().any(|s| s.name == "dtype") { a.opt_dtype("dtype")? } else { None };
+    let d = given.unwrap_or(x.dtype());
+    if !d.is_float() {
+        return Err(LowerError::dtype(d, format!("\"{what}\" not implemented for '{d}'")));
+    }
+    Ok(d)
+}
+
+/// Uniform `[0, 1)` draws of `shape` in `dtype`, empty shapes included.
+fn uniform_any(cx: &mut Lower, shape: &[usize], dtype: DType, stream: u64) -> LowerResult<Value> {
+    if shape.iter().product::<usize>() == 0 {
+        return zeros(cx, shape, dtype);
+    }
+    uniform(cx, shape, dtype, stream)
+}
+
+/// `rand_like(self, *, dtype=None)`.
+pub(super) fn rand_like(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let d = like_dtype(a, &x, "check_uniform_bounds")?;
+    one(uniform_any(cx, x.shape(), d, 6)?)
+}
+
+/// `randn_like(self, *, dtype=None)`.
+pub(super) fn randn_like(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let d = like_dtype(a, &x, "normal_kernel_cpu")?;
+    one(standard_normal(cx, x.shape(), d, 7)?)
+}
+
+/// Integers uniform in `[low, high)` of `shape` and `dtype` (drawn in f64, floored).
+fn randint_of(cx: &mut Lower, low: i64, high: i64, shape: &[usize], dtype: DType) -> LowerResult<Value> {
+    if low >= high {
+        return Err(LowerError::invalid(format!(
+            "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )));
+    }
+    if shape.iter().product::<usize>() == 0 {
+        return zeros(cx, shape, dtype);
+    }
+    let u = uniform(cx, shape, DType::F64, 8)?;
+    let ty = TensorType::new(shape.to_vec(), DType::F64);
+    let span = cx.full(ty.clone(), (high - low) as f64)?;
+    let lo = cx.full(ty, low as f64)?;
+    let v = cx.mul(&u, &span)?;
+    let v = cx.unary(UnaryOp::Floor, &v)?;
+    let v = cx.add(&v, &lo)?;
+    Ok(cx.convert(&v, dtype)?)
+}
+
+/// `randint(high, size)` / `randint.low(low, high, size)` (default dtype i64).
+pub(super) fn randint(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let shape = sizes(&a.int_list("size")?)?;
+    let low = if a.schema.overload == "low" { a.int("low")? } else { 0 };
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(DType::I64);
+    one(randint_of(cx, low, a.int("high")?, &shape, dtype)?)
+}
+
+/// `randint_like(self, high)` / `.low_dtype(self, low, high)`: self's shape and dtype.
+pub(super) fn randint_like(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let low = if a.schema.overload == "low_dtype" { a.int("low")? } else { 0 };
+    let dtype = a.opt_dtype("dtype")?.unwrap_or(x.dtype());
+    one(randint_of(cx, low, a.int("high")?, x.shape(), dtype)?)
+}
+
+/// `normal.Tensor_float(mean, std)`, `.float_Tensor`, `.Tensor_Tensor`, `.float_float(mean,
+/// std, size)`: `mean + std * z`, the shape of the tensor operands (or `size`).
+pub(super) fn normal(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let mean = a.tensor("mean").ok();
+    let std = a.tensor("std").ok();
+    let (shape, dtype) = match (&mean, &std) {
+        (Some(m), Some(s)) => (crate::aten::util::broadcast_all(&[m.clone(), s.clone()])?, m.dtype()),
+        (Some(m), None) => (m.shape().to_vec(), m.dtype()),
+        (None, Some(s)) => (s.shape().to_vec(), s.dtype()),
+        (None, None) => (sizes(&a.int_list("size")?)?, a.opt_dtype("dtype")?.unwrap_or(DType::F32)),
+    };
+    if !dtype.is_float() {
+        return Err(LowerError::dtype(dtype, format!("\"normal_kernel_cpu\" not implemented for '{dtype}'")));
+    }
+    if std.is_none() && a.float("std")? < 0.0 {
+        return Err(LowerError::invalid(format!("normal expects std >= 0.0, but found std {}", a.float("std")?)));
+    }
+    let z = standard_normal(cx, &shape, dtype, 9)?;
+    let ty = TensorType::new(shape.clone(), dtype);
+    let m = match mean {
+        Some(m) => cx.broadcast_to(&m, &shape)?,
+        None => cx.full(ty.clone(), a.float("mean")?)?,
+    };
+    let s = match std {
+        Some(s) => cx.broadcast_to(&s, &shape)?,
+        None => cx.full(ty, a.float("std")?)?,
+    };
+    let v = cx.mul(&z, &s)?;
+    one(cx.add(&m, &v)?)
+}
+
+/// `uniform(self, from=0, to=1)`: self's shape and (float) dtype.
+pub(super) fn uniform_op(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let (from, to) = (a.float("from")?, a.float("to")?);
+    if from > to {
+        return Err(LowerError::invalid(format!(
+            "uniform_ expects to return a [from, to) range, but found from={from} > to={to}"
+        )));
+    }
+    let d = like_dtype(a, &x, "check_uniform_bounds")?;
+    let u = uniform_any(cx, x.shape(), d, 10)?;
+    let ty = TensorType::new(x.shape().to_vec(), d);
+    let span = cx.full(ty.clone(), to - from)?;
+    let lo = cx.full(ty, from)?;
+    let v = cx.mul(&u, &span)?;
+    one(cx.add(&v, &lo)?)
+}
+
+/// `exponential(self, lambd=1)`: `-log(1 - u) / lambd`.
+pub(super) fn exponential(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let l = a.float("lambd")?;
+    if l <= 0.0 {
+        return Err(LowerError::invalid(format!(
+            "exponential_ expects lambda > 0.0, but found lambda={l}"
+        )));
+    }
+    let d = like_dtype(a, &x, "exponential_cpu")?;
+    let u = uniform_any(cx, x.shape(), d, 11)?;
+    let ty = TensorType::new(x.shape().to_vec(), d);
+    let one_ = cx.full(ty.clone(), 1.0)?;
+    let q = cx.sub(&one_, &u)?;
+    let lg = cx.unary(UnaryOp::Log, &q)?;
+    let k = cx.full(ty, -1.0 / l)?;
+    one(cx.mul(&lg, &k)?)
+}
+
+/// `dropout(input, p, train)`: the output of `native_dropout`.
+pub(super) fn dropout(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let b = crate::aten::util::rebind(a, "native_dropout", vec![])?;
+    let mut r = native_dropout(cx, &b)?;
+    r.truncate(1);
+    Ok(r)
 }

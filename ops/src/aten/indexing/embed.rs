@@ -28,7 +28,7 @@ pub(super) fn embedding(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     one(cx.reshape(&rows, &shape)?)
 }
 
-pub(super) fn embedding_dense_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+pub(crate) fn embedding_dense_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let g = a.tensor("grad_output")?;
     let idx = a.tensor("indices")?;
     let num = a.int("num_weights")?;

@@ -1,4 +1,5 @@
-//! Writing a slice or a masked set of elements: select_scatter, slice_scatter, masked_scatter.
+//! Writing a slice or a masked set of elements: select_scatter, slice_scatter, masked_scatter,
+//! and the backward ops of select and slice (the gradient written into zeros).
 
 use super::points::*;
 use crate::aten::shape::common::*;
@@ -46,7 +47,27 @@ fn write_strided(cx: &mut Lower, x: &Value, src: &Value, dim: usize, start: usiz
 
 pub(super) fn select_scatter(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
-    let src = a.tensor("src")?;
+    one(select_write(cx, a, &x, &a.tensor("src")?)?)
+}
+
+/// `select_backward(grad_output, input_sizes, dim, index)`: the gradient written at `index`
+/// of zeros of the input's shape.
+pub(super) fn select_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let g = a.tensor("grad_output")?;
+    let z = zeros(cx, &sizes(&a.int_list("input_sizes")?)?, g.dtype())?;
+    one(select_write(cx, a, &z, &g)?)
+}
+
+/// `slice_backward(grad_output, input_sizes, dim, start, end, step)`: the gradient written
+/// into the slice of zeros of the input's shape.
+pub(super) fn slice_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let g = a.tensor("grad_output")?;
+    let z = zeros(cx, &sizes(&a.int_list("input_sizes")?)?, g.dtype())?;
+    one(slice_write(cx, a, &z, &g)?)
+}
+
+/// `x` with `src` written at `index` along `dim` (the arguments of `a`).
+fn select_write(cx: &mut Lower, a: &Args, x: &Value, src: &Value) -> LowerResult<Value> {
     let d = wrap_dim_nonscalar(a.int("dim")?, x.rank(), "select")?;
     let size = x.shape()[d] as i64;
     let index = a.int("index")?;
@@ -65,14 +86,18 @@ pub(super) fn select_scatter(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> 
             src.shape()
         )));
     }
-    let src = cast(cx, &src, x.dtype())?;
+    let src = cast(cx, src, x.dtype())?;
     let src = unsqueeze(cx, &src, d)?;
-    one(write_strided(cx, &x, &src, d, i, 1)?)
+    write_strided(cx, x, &src, d, i, 1)
 }
 
 pub(super) fn slice_scatter(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
-    let src = a.tensor("src")?;
+    one(slice_write(cx, a, &x, &a.tensor("src")?)?)
+}
+
+/// `x` with `src` written into the slice `start:end:step` along `dim` (the arguments of `a`).
+fn slice_write(cx: &mut Lower, a: &Args, x: &Value, src: &Value) -> LowerResult<Value> {
     let (d, s, e, step) = slice_args(a, x.shape())?;
     let mut slice = x.shape().to_vec();
     slice[d] = (e - s).div_ceil(step);
@@ -82,8 +107,8 @@ pub(super) fn slice_scatter(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
             src.shape()
         )));
     }
-    let src = cast(cx, &src, x.dtype())?;
-    one(write_strided(cx, &x, &src, d, s, step)?)
+    let src = cast(cx, src, x.dtype())?;
+    write_strided(cx, x, &src, d, s, step)
 }
 
 pub(super) fn masked_scatter(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {

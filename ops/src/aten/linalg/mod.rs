@@ -1,5 +1,6 @@
 //! Default lowerings: products of matrices and vectors (mm, bmm, addmm, baddbmm, matmul,
-//! linear, dot, mv, outer), einsum, and pairwise distances (cdist, pdist).
+//! linear, dot, mv, outer; addmv, addbmm, addr, vdot, inner, kron, cross, trace in
+//! [`products`]), einsum, and pairwise distances (cdist, pdist).
 //!
 //! Float products run `dot_general` at `Precision::Highest` (full f32 on TPU); f16/bf16
 //! operands are converted to f32 and the result rounded once, like PyTorch's CPU kernels that
@@ -7,6 +8,7 @@
 
 mod dist;
 mod einsum;
+mod products;
 
 use super::promote::Operand;
 use super::reduction::{acc_dtype, torch_name};
@@ -32,7 +34,17 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("dot", dot),
     ("mv", mv),
     ("outer", outer),
+    ("ger", outer),
     ("einsum", einsum::einsum),
+    ("addmv", products::addmv),
+    ("addbmm", products::addbmm),
+    ("addr", products::addr),
+    ("vdot", products::vdot),
+    ("inner", products::inner),
+    ("kron", products::kron),
+    ("linalg_cross", products::cross),
+    ("cross", products::cross),
+    ("trace", products::trace),
     ("_cdist_forward", dist::cdist),
     ("_pdist_forward", dist::pdist),
 ];

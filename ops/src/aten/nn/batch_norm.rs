@@ -1,6 +1,8 @@
 //! Batch norm: `_native_batch_norm_legit` (training or eval), `.no_stats`,
 //! `_native_batch_norm_legit_no_training` and the composite `batch_norm`.
 //!
+//! Also `native_batch_norm` and `native_batch_norm_backward`.
+//!
 //! `save_mean`/`save_invstd` have PyTorch CPU's shapes and dtypes (`[C]` in training, `[0]` in
 //! eval; the input's dtype, or f32 for an f16/bf16 input with f32 parameters). In training mode
 //! `_native_batch_norm_legit` writes `running_mean`/`running_var` (`Tensor(a!)`): their new
@@ -254,4 +256,120 @@ pub(crate) fn batch_norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     )?;
     r.truncate(1);
     Ok(r)
+}
+
+/// `native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+/// eps) -> (out, save_mean, save_invstd)`: the running statistics are optional; in training
+/// mode with them, their new values follow (PyTorch's CPU kernel updates them in place; the
+/// op table marks them written).
+pub(crate) fn native_batch_norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("input")?;
+    bn(
+        cx,
+        &x,
+        a.opt_tensor("weight")?,
+        a.opt_tensor("bias")?,
+        a.opt_tensor("running_mean")?,
+        a.opt_tensor("running_var")?,
+        a.bool("training")?,
+        Some(a.float("momentum")?),
+        a.float("eps")?,
+    )
+}
+
+/// `native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+/// save_invstd, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias)`.
+///
+/// Training: `gi = (g - mean(g) - (x - mean) * invstd^2 * mean(g * (x - mean))) * invstd * w`
+/// with the saved statistics; eval: `gi = g * w / sqrt(running_var + eps)`. Per channel
+/// `grad_weight = sum(g * (x - mean)) * invstd`, `grad_bias = sum(g)`.
+pub(crate) fn native_batch_norm_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let g = a.tensor("grad_out")?;
+    let x = a.tensor("input")?;
+    let w = a.opt_tensor("weight")?;
+    let train = a.bool("train")?;
+    let mask = a.bool_list("output_mask")?;
+    check_float(&x, "batch_norm_backward_cpu")?;
+    if x.rank() < 2 || g.shape() != x.shape() {
+        return invalid(format!(
+            "batch_norm_backward: grad_out {} must match input {} (at least 2 dims)",
+            shape_str(g.shape()),
+            shape_str(x.shape())
+        ));
+    }
+    let c = x.shape()[1];
+    let (rm, rv) = (a.opt_tensor("running_mean")?, a.opt_tensor("running_var")?);
+    let (sm, si) = (a.opt_tensor("save_mean")?, a.opt_tensor("save_invstd")?);
+    check_vec(&w, c, "weight")?;
+    let xc = up(cx, &x)?;
+    let ct = xc.dtype();
+    let shape = xc.shape().to_vec();
+    let gc = cast(cx, &g, ct)?;
+    let (mean, invstd) = if train {
+        let (Some(sm), Some(si)) = (sm, si) else {
+            return invalid("batch_norm_backward: save_mean and save_invstd must be defined in training mode");
+        };
+        check_vec(&Some(sm.clone()), c, "save_mean")?;
+        check_vec(&Some(si.clone()), c, "save_invstd")?;
+        (cast(cx, &sm, ct)?, cast(cx, &si, ct)?)
+    } else {
+        let (Some(rm), Some(rv)) = (rm, rv) else {
+            return invalid("batch_norm_backward: running_mean and running_var must be defined in evaluation mode");
+        };
+        check_vec(&Some(rm.clone()), c, "running_mean")?;
+        check_vec(&Some(rv.clone()), c, "running_var")?;
+        let v = cast(cx, &rv, ct)?;
+        let v = add_s(cx, &v, a.float("eps")?)?;
+        let sq = cx.unary(UnaryOp::Sqrt, &v)?;
+        let one = splat(cx, 1.0, ct, &[c])?;
+        (cast(cx, &rm, ct)?, cx.div(&one, &sq)?)
+    };
+    let dims: Vec<usize> = (0..x.rank()).filter(|&d| d != 1).collect();
+    let n: usize = dims.iter().map(|&d| shape[d]).product();
+    let mb = bcast_vec(cx, &mean, &shape, 1)?;
+    let xm = cx.sub(&xc, &mb)?;
+    let gxm = cx.mul(&gc, &xm)?;
+    let dot_p = sum(cx, &gxm, &dims, false)?;
+    let gsum = sum(cx, &gc, &dims, false)?;
+    let wc = match &w {
+        Some(w) => cast(cx, w, ct)?,
+        None => splat(cx, 1.0, ct, &[c])?,
+    };
+    let pdt = w.as_ref().map_or(x.dtype(), |w| w.dtype());
+    let mut outs = Vec::with_capacity(3);
+    if mask.first().copied().unwrap_or(true) {
+        let ib = bcast_vec(cx, &invstd, &shape, 1)?;
+        let wb = bcast_vec(cx, &wc, &shape, 1)?;
+        let gi = if train {
+            let nn = splat(cx, n as f64, ct, &[c])?;
+            let i2 = cx.mul(&invstd, &invstd)?;
+            let proj = cx.mul(&dot_p, &i2)?;
+            let proj = cx.div(&proj, &nn)?;
+            let gmean = cx.div(&gsum, &nn)?;
+            let pb = bcast_vec(cx, &proj, &shape, 1)?;
+            let gmb = bcast_vec(cx, &gmean, &shape, 1)?;
+            let dx = cx.mul(&xm, &pb)?;
+            let t = cx.sub(&gc, &gmb)?;
+            cx.sub(&t, &dx)?
+        } else {
+            gc.clone()
+        };
+        let gi = cx.mul(&gi, &ib)?;
+        let gi = cx.mul(&gi, &wb)?;
+        outs.push(Out::Tensor(cast(cx, &gi, x.dtype())?));
+    } else {
+        outs.push(none_out(cx, x.dtype())?);
+    }
+    if mask.get(1).copied().unwrap_or(true) {
+        let gw = cx.mul(&dot_p, &invstd)?;
+        outs.push(Out::Tensor(cast(cx, &gw, pdt)?));
+    } else {
+        outs.push(none_out(cx, pdt)?);
+    }
+    if mask.get(2).copied().unwrap_or(true) {
+        outs.push(Out::Tensor(cast(cx, &gsum, pdt)?));
+    } else {
+        outs.push(none_out(cx, pdt)?);
+    }
+    Ok(outs)
 }

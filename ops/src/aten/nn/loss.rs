@@ -12,7 +12,7 @@ use tessera_lowering::DType;
 
 /// Elementwise losses are rounded to the input dtype before the reduction, as PyTorch
 /// materializes them; the reduction accumulates in opmath.
-fn reduce_elementwise(cx: &mut Lower, loss: &Value, dt: DType, r: i64) -> LowerResult<Value> {
+pub(super) fn reduce_elementwise(cx: &mut Lower, loss: &Value, dt: DType, r: i64) -> LowerResult<Value> {
     let l = cast(cx, loss, dt)?;
     if r == 0 {
         return Ok(l);
@@ -377,4 +377,132 @@ pub(crate) fn cross_entropy_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Ou
     let a2 = mul_s(cx, &ret, ls / c as f64)?;
     let out = cx.add(&a1, &a2)?;
     Ok(vec![Out::Tensor(cast(cx, &out, dt)?)])
+}
+
+/// `nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index,
+/// total_weight)`: `-w[t] * g` at each row's target class (`g / total_weight` for mean),
+/// zero elsewhere and on ignored rows.
+pub(crate) fn nll_loss_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let g = a.tensor("grad_output")?;
+    let x = a.tensor("self")?;
+    let t = a.tensor("target")?;
+    let w = a.opt_tensor("weight")?;
+    let r = reduction(a)?;
+    let ignore = a.int("ignore_index")?;
+    let tw = a.tensor("total_weight")?;
+    let dt = x.dtype();
+    float_only(&x, "nll_loss_backward_out_frame")?;
+    if x.rank() < 1 || x.rank() > 2 {
+        return invalid("input tensor should be 1D or 2D");
+    }
+    if t.rank() > 1 {
+        return invalid("0D or 1D target tensor expected, multi-target not supported");
+    }
+    check_target(&t, false)?;
+    let no_batch = x.rank() == 1;
+    let c = *x.shape().last().expect("rank >= 1");
+    let m = if no_batch { 1 } else { x.shape()[0] };
+    if t.shape().iter().product::<usize>() != m {
+        return invalid(format!(
+            "Expected input batch_size ({m}) to match target batch_size ({}).",
+            t.shape().first().copied().unwrap_or(1)
+        ));
+    }
+    check_weight(&w, c, dt)?;
+    let ct = opmath(dt);
+    let xc = splat(cx, 0.0, ct, &[m, c])?;
+    let tc = cx.reshape(&t, &[m])?;
+    let w1 = match &w {
+        Some(w) => Some(cx.reshape(w, &[c])?),
+        None => None,
+    };
+    // The per-row weights (zero where ignored), from the same one-hot selection as the forward.
+    let (_, wt) = nll_rows(cx, &xc, &tc, &w1, ignore)?;
+    let gc = cast(cx, &g, ct)?;
+    let gr = if r == 0 && !no_batch {
+        if g.shape() != [m] {
+            return invalid(format!("Expected a tensor of dimension 1 and tensor.size[0] == {m} but got: dimension {} and tensor.size[0] == {}", g.rank(), g.shape().first().copied().unwrap_or(0)));
+        }
+        gc
+    } else {
+        if g.ty().num_elements() != 1 {
+            return invalid(format!("Expected a single element grad_output tensor, but got: {}", shape_str(g.shape())));
+        }
+        let g1 = cx.reshape(&gc, &[])?;
+        let g1 = if r == 1 {
+            let twc = cast(cx, &tw, ct)?;
+            let twc = cx.reshape(&twc, &[])?;
+            cx.div(&g1, &twc)?
+        } else {
+            g1
+        };
+        cx.broadcast_to(&g1, &[m])?
+    };
+    let rowg = cx.mul(&wt, &gr)?;
+    let rowg = cx.neg(&rowg)?;
+    let ti = cast(cx, &tc, DType::I64)?;
+    let cls = cx.iota(TensorType::new([m, c], DType::I64), 1)?;
+    let tb = bcast(cx, &ti, &[m, c], &[0])?;
+    let onehot = cx.compare(Comparison::Eq, &cls, &tb)?;
+    let rb = bcast(cx, &rowg, &[m, c], &[0])?;
+    let zero = splat(cx, 0.0, ct, &[m, c])?;
+    let gi = cx.select(&onehot, &rb, &zero)?;
+    let gi = cx.reshape(&gi, x.shape())?;
+    Ok(vec![Out::Tensor(cast(cx, &gi, dt)?)])
+}
+
+/// `self [N, C, H, W]` as rows `[N H W, C]` and `target [N, H, W]` as `[N H W]`: the
+/// per-pixel losses of `nll_loss2d_*` as the 1-d ones.
+fn nll2d_rows(cx: &mut Lower, a: &Args) -> LowerResult<(Value, Value, [usize; 4])> {
+    let x = a.tensor("self")?;
+    let t = a.tensor("target")?;
+    if x.rank() != 4 {
+        return invalid(format!("only batches of spatial inputs supported (4D tensors), but got input of size: {}", shape_str(x.shape())));
+    }
+    let [n, c, h, w] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
+    if t.shape() != [n, h, w] {
+        return invalid(format!(
+            "only batches of spatial targets supported (3D tensors) but got targets of size: {}",
+            shape_str(t.shape())
+        ));
+    }
+    let xt = cx.transpose(&x, &[0, 2, 3, 1])?;
+    let rows = cx.reshape(&xt, &[n * h * w, c])?;
+    let tr = cx.reshape(&t, &[n * h * w])?;
+    Ok((rows, tr, [n, c, h, w]))
+}
+
+/// `nll_loss2d_forward(self, target, weight, reduction, ignore_index) -> (output,
+/// total_weight)`: `nll_loss_forward` over the pixels.
+pub(crate) fn nll_loss2d_forward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (rows, tr, [n, _, h, w]) = nll2d_rows(cx, a)?;
+    let set = vec![("self", crate::value::ArgValue::Tensor(rows)), ("target", crate::value::ArgValue::Tensor(tr))];
+    let mut r = nll_loss_forward(cx, &crate::aten::util::rebind(a, "nll_loss_forward", set)?)?;
+    if reduction(a)? == 0 {
+        if let Some(Out::Tensor(l)) = r.first() {
+            r[0] = Out::Tensor(cx.reshape(l, &[n, h, w])?);
+        }
+    }
+    Ok(r)
+}
+
+/// `nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index,
+/// total_weight)`: `nll_loss_backward` over the pixels, back in `[N, C, H, W]`.
+pub(crate) fn nll_loss2d_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (rows, tr, [n, c, h, w]) = nll2d_rows(cx, a)?;
+    let mut g = a.tensor("grad_output")?;
+    if reduction(a)? == 0 {
+        if g.shape() != [n, h, w] {
+            return invalid(format!("grad_output must have the target's shape [{n}, {h}, {w}], got {}", shape_str(g.shape())));
+        }
+        g = cx.reshape(&g, &[n * h * w])?;
+    }
+    use crate::value::ArgValue as V;
+    let set = vec![("grad_output", V::Tensor(g)), ("self", V::Tensor(rows)), ("target", V::Tensor(tr))];
+    let r = nll_loss_backward(cx, &crate::aten::util::rebind(a, "nll_loss_backward", set)?)?;
+    let Some(Out::Tensor(gi)) = r.first() else {
+        return invalid("nll_loss_backward gave no gradient");
+    };
+    let gi = cx.reshape(gi, &[n, h, w, c])?;
+    Ok(vec![Out::Tensor(cx.transpose(&gi, &[0, 3, 1, 2])?)])
 }

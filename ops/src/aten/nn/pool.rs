@@ -308,7 +308,14 @@ fn check_grad(gy: &Value, x: &Value, g: &Geom, op: &str) -> LowerResult<()> {
 }
 
 pub(crate) fn avg_pool2d_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let op = "avg_pool2d_backward";
+    avg_pool_backward(cx, a, 2, "avg_pool2d_backward")
+}
+
+pub(crate) fn avg_pool3d_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    avg_pool_backward(cx, a, 3, "avg_pool3d_backward")
+}
+
+fn avg_pool_backward(cx: &mut Lower, a: &Args, n: usize, op: &str) -> LowerResult<Vec<Out>> {
     let gy = a.tensor("grad_output")?;
     let x = a.tensor("self")?;
     let ceil = a.bool("ceil_mode")?;
@@ -317,7 +324,7 @@ pub(crate) fn avg_pool2d_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<O
     if over == Some(0) {
         return invalid("divisor must be not zero");
     }
-    let g = geometry(a, &x, 2, op, false, ceil)?;
+    let g = geometry(a, &x, n, op, false, ceil)?;
     avg_dtype_check(&x, op)?;
     check_grad(&gy, &x, &g, op)?;
     let dt = x.dtype();
@@ -327,10 +334,10 @@ pub(crate) fn avg_pool2d_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<O
     let div = divisors(&g, include_pad, over);
     let dv = host_const(cx, dt, &g.out, &div)?;
     let dv = cast(cx, &dv, gc.dtype())?;
-    let dims: Vec<usize> = (g.lead..g.lead + 2).collect();
+    let dims: Vec<usize> = (g.lead..g.lead + n).collect();
     let dv = bcast(cx, &dv, gc.shape(), &dims)?;
     let gd = rd.div(cx, &gc, &dv)?;
-    let padded: Vec<usize> = (0..2)
+    let padded: Vec<usize> = (0..n)
         .map(|i| (g.ins[i] + 2 * g.p[i]).max((g.out[i] - 1) * g.s[i] + g.k[i]))
         .collect();
     let lead = x.shape()[..g.lead].to_vec();
@@ -341,7 +348,7 @@ pub(crate) fn avg_pool2d_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<O
         &g.out,
         &g.k,
         &g.s,
-        &[1, 1],
+        &vec![1; n],
         &padded,
         gc.dtype(),
         Some(&rd),
@@ -350,7 +357,7 @@ pub(crate) fn avg_pool2d_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<O
     )?;
     let mut lo = vec![0; g.lead];
     let mut hi = lead.clone();
-    for i in 0..2 {
+    for i in 0..n {
         lo.push(g.p[i]);
         hi.push(g.p[i] + g.ins[i]);
     }
@@ -454,12 +461,19 @@ pub(crate) fn scatter_add_rows(
 }
 
 pub(crate) fn max_pool2d_with_indices_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let op = "max_pool2d_with_indices_backward";
+    max_pool_backward(cx, a, 2, "max_pool2d_with_indices_backward")
+}
+
+pub(crate) fn max_pool3d_with_indices_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    max_pool_backward(cx, a, 3, "max_pool3d_with_indices_backward")
+}
+
+fn max_pool_backward(cx: &mut Lower, a: &Args, n: usize, op: &str) -> LowerResult<Vec<Out>> {
     let gy = a.tensor("grad_output")?;
     let x = a.tensor("self")?;
     let ind = a.tensor("indices")?;
     let ceil = a.bool("ceil_mode")?;
-    let g = geometry(a, &x, 2, op, true, ceil)?;
+    let g = geometry(a, &x, n, op, true, ceil)?;
     dtype_check(x.dtype() != DType::Bool, x.dtype(), op)?;
     check_grad(&gy, &x, &g, op)?;
     if ind.shape() != gy.shape() || !ind.dtype().is_int() {

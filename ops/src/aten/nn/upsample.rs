@@ -1,4 +1,5 @@
-//! Resampling: `upsample_nearest2d.vec`, `upsample_bilinear2d.vec` (source indices and
+//! Resampling: `upsample_nearest{1,2,3}d`, `upsample_linear1d`, `upsample_bilinear2d`,
+//! `upsample_trilinear3d` (default and `.vec` overloads; source indices and
 //! weights computed on the host exactly as PyTorch's CPU kernels compute them: f32 or f64,
 //! and int16 fixed point for uint8).
 
@@ -71,7 +72,7 @@ fn scales_value(scale: Option<f64>, n: usize, out: usize, f32: bool) -> f64 {
     }
 }
 
-fn nearest_indices(n: usize, out: usize, scale: Option<f64>) -> Vec<i64> {
+pub(super) fn nearest_indices(n: usize, out: usize, scale: Option<f64>) -> Vec<i64> {
     (0..out)
         .map(|o| {
             if out == n {
@@ -101,7 +102,7 @@ pub(crate) fn upsample_nearest2d(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Ou
 }
 
 /// Source indices `(i0, i1)` and weights `(l0, l1)` of linear interpolation along one dim.
-fn linear_weights(
+pub(super) fn linear_weights(
     n: usize,
     out: usize,
     align: bool,
@@ -291,4 +292,106 @@ fn bilinear_u8(cx: &mut Lower, x: &Value, out: &[usize], align: bool, scales: &[
         y = cx.convert(&t, DType::U8)?;
     }
     Ok(y)
+}
+
+/// The names of the per-dim scale hints of an n-d upsample's default overload.
+fn scale_names(n: usize) -> &'static [&'static str] {
+    match n {
+        1 => &["scales"],
+        2 => &["scales_h", "scales_w"],
+        _ => &["scales_d", "scales_h", "scales_w"],
+    }
+}
+
+/// Output sizes and per-dim scales of an `n`-d upsample: the `.vec` overload's
+/// `output_size` or `scale_factors` (exactly one), or the default overload's `output_size`
+/// with its optional `scales_*` hints.
+fn sizes_nd(a: &Args, x: &Value, n: usize, op: &str) -> LowerResult<(Vec<usize>, Vec<Option<f64>>)> {
+    if x.rank() != n + 2 || x.shape()[1..].contains(&0) {
+        return invalid(format!(
+            "Non-empty {}D data tensor expected but got a tensor with sizes {}",
+            n + 2,
+            shape_str(x.shape())
+        ));
+    }
+    let ins = &x.shape()[2..];
+    let vec_form = a.schema.overload == "vec";
+    let os = a.opt_int_list("output_size")?;
+    let (out, scales): (Vec<i64>, Vec<Option<f64>>) = if vec_form {
+        match (os, a.opt_float_list("scale_factors")?) {
+            (Some(o), None) => (o, vec![None; n]),
+            (None, Some(s)) if s.len() == n => {
+                ((0..n).map(|i| (ins[i] as f64 * s[i]) as i64).collect(), s.iter().map(|&v| Some(v)).collect())
+            }
+            (None, Some(s)) => {
+                return invalid(format!("It is expected scale_factors equals to {n}, but got size {}", s.len()))
+            }
+            _ => return invalid("Must specify exactly one of output_size and scale_factors"),
+        }
+    } else {
+        let hints = scale_names(n).iter().map(|k| a.opt_float(k)).collect::<LowerResult<Vec<_>>>()?;
+        (os.unwrap_or_default(), hints)
+    };
+    if out.len() != n {
+        return invalid(format!("It is expected output_size equals to {n}, but got size {}", out.len()));
+    }
+    for &v in &out {
+        limit(v, "output_size")?;
+    }
+    if out.iter().any(|&v| v <= 0) {
+        return invalid(format!(
+            "{op}: Input and output sizes should be greater than 0, but got input {:?} output {out:?}",
+            ins
+        ));
+    }
+    Ok((out.iter().map(|&v| v as usize).collect(), scales))
+}
+
+/// `upsample_nearest{1,2,3}d` (default and `.vec`): each output position takes its nearest
+/// source along each spatial dim (float and uint8).
+pub(crate) fn upsample_nearest_nd(cx: &mut Lower, a: &Args, n: usize) -> LowerResult<Vec<Out>> {
+    let op = format!("upsample_nearest{n}d");
+    let x = a.tensor(if a.schema.overload == "vec" { "input" } else { "self" })?;
+    let d = x.dtype();
+    dtype_check(d.is_float() || d == DType::U8, d, &op)?;
+    let (out, scales) = sizes_nd(a, &x, n, &op)?;
+    let mut y = x.clone();
+    for i in 0..n {
+        let idx = nearest_indices(x.shape()[2 + i], out[i], scales[i]);
+        y = take(cx, &y, 2 + i, &idx)?;
+    }
+    Ok(vec![Out::Tensor(y)])
+}
+
+/// `upsample_linear1d`, `upsample_bilinear2d`, `upsample_trilinear3d` (default and `.vec`):
+/// separable linear interpolation, the last dim first (PyTorch's nesting), in f32 (f64 for
+/// f64); uint8 in 2-d as PyTorch's fixed-point kernel.
+pub(crate) fn upsample_linear_nd(cx: &mut Lower, a: &Args, n: usize) -> LowerResult<Vec<Out>> {
+    let op = ["upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d"][n - 1];
+    let x = a.tensor(if a.schema.overload == "vec" { "input" } else { "self" })?;
+    let align = a.bool("align_corners")?;
+    let d = x.dtype();
+    dtype_check(d.is_float() || (d == DType::U8 && n == 2), d, op)?;
+    let (out, scales) = sizes_nd(a, &x, n, op)?;
+    if d == DType::U8 {
+        return Ok(vec![Out::Tensor(bilinear_u8(cx, &x, &out, align, &scales)?)]);
+    }
+    let ct = if d == DType::F64 { DType::F64 } else { DType::F32 };
+    let f32 = ct == DType::F32;
+    let mut y = cast(cx, &x, ct)?;
+    for i in (0..n).rev() {
+        let dim = 2 + i;
+        let (i0, i1, l0, l1) = linear_weights(x.shape()[dim], out[i], align, scales[i], f32);
+        let a0 = take(cx, &y, dim, &i0)?;
+        let a1 = take(cx, &y, dim, &i1)?;
+        let shape = a0.shape().to_vec();
+        let w0 = host_const(cx, ct, &[out[i]], &l0)?;
+        let w0 = bcast_vec(cx, &w0, &shape, dim)?;
+        let w1 = host_const(cx, ct, &[out[i]], &l1)?;
+        let w1 = bcast_vec(cx, &w1, &shape, dim)?;
+        let t0 = cx.mul(&a0, &w0)?;
+        let t1 = cx.mul(&a1, &w1)?;
+        y = cx.add(&t0, &t1)?;
+    }
+    Ok(vec![Out::Tensor(cast(cx, &y, d)?)])
 }

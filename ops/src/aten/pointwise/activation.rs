@@ -9,6 +9,7 @@ use crate::args::Args;
 use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
 use tessera_lowering::stablehlo::{Comparison, UnaryOp, Value};
+use crate::value::Scalar;
 use tessera_lowering::DType;
 
 const SQRT1_2: f64 = std::f64::consts::FRAC_1_SQRT_2;
@@ -84,7 +85,7 @@ pub(super) fn gelu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 }
 
 /// Promotes two tensor arguments to their common dtype; float-only kernels refuse others.
-fn two(cx: &mut Lower, a: &Args, n1: &str, n2: &str, kernel: &str) -> LowerResult<(Vec<Value>, DType)> {
+pub(super) fn two(cx: &mut Lower, a: &Args, n1: &str, n2: &str, kernel: &str) -> LowerResult<(Vec<Value>, DType)> {
     let ops = [Operand::Tensor(a.tensor(n1)?), Operand::Tensor(a.tensor(n2)?)];
     let d = result_type(&ops);
     require_float(kernel, d)?;
@@ -131,6 +132,24 @@ pub(super) fn elu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let alpha = a.scalar("alpha")?.as_f64();
     let scale = a.scalar("scale")?.as_f64();
     let input_scale = a.scalar("input_scale")?.as_f64();
+    elu_with(cx, a, alpha, scale, input_scale)
+}
+
+/// `celu(self, alpha)`: `elu(x, alpha, 1, 1 / alpha)`.
+pub(super) fn celu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let alpha = a.scalar("alpha")?.as_f64();
+    if alpha == 0.0 {
+        return Err(LowerError::invalid("ZeroDivisionError"));
+    }
+    elu_with(cx, a, alpha, 1.0, 1.0 / alpha)
+}
+
+/// `selu(self)`: `elu` with the self-normalizing constants.
+pub(super) fn selu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    elu_with(cx, a, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0)
+}
+
+fn elu_with(cx: &mut Lower, a: &Args, alpha: f64, scale: f64, input_scale: f64) -> LowerResult<Vec<Out>> {
     float_act(cx, a, "elu_cpu", |cx, x| {
         let xi = mul_k(cx, x, input_scale)?;
         let e = cx.unary(UnaryOp::ExponentialMinusOne, &xi)?;
@@ -150,6 +169,70 @@ pub(super) fn hardtanh(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let lo = a.scalar("min_val")?;
     let hi = a.scalar("max_val")?;
     out(clamp_scalars(cx, &x, Some(lo), Some(hi), true)?)
+}
+
+/// `relu6(self)`: `hardtanh(x, 0, 6)` (integer dtypes too).
+pub(super) fn relu6(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    if x.dtype() == DType::Bool {
+        return Err(LowerError::dtype(DType::Bool, "Bool inputs not supported for hardtanh"));
+    }
+    out(clamp_scalars(cx, &x, Some(Scalar::Int(0)), Some(Scalar::Int(6)), true)?)
+}
+
+/// The two halves of `x` along `dim` (GLU's split), with PyTorch's checks.
+fn glu_halves(cx: &mut Lower, x: &Value, dim: i64) -> LowerResult<(usize, Value, Value)> {
+    if x.rank() == 0 {
+        return Err(LowerError::invalid("glu does not support scalars because halving size must be even"));
+    }
+    let d = crate::aten::util::wrap_dim(dim, x.rank())?;
+    let n = x.shape()[d];
+    if n % 2 != 0 {
+        return Err(LowerError::invalid(format!(
+            "Halving dimension must be even, but dimension {d} is size {n}"
+        )));
+    }
+    let first = cx.slice_axis(x, d, 0, n / 2)?;
+    let second = cx.slice_axis(x, d, n / 2, n / 2)?;
+    Ok((d, first, second))
+}
+
+/// `glu(self, dim)`: `a * sigmoid(b)` of the two halves along `dim`.
+pub(super) fn glu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    require_float("glu_cpu", x.dtype())?;
+    let d = x.dtype();
+    let xc = cast(cx, &x, compute_dtype(d))?;
+    let (_, first, second) = glu_halves(cx, &xc, a.int("dim")?)?;
+    let s = sigmoid(cx, &second)?;
+    let r = cx.mul(&first, &s)?;
+    out(cast(cx, &r, d)?)
+}
+
+/// `glu_backward(grad_output, self, dim)`: `[g * s, g * a * s * (1 - s)]`, `s = sigmoid(b)`.
+pub(super) fn glu_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let g = a.tensor("grad_output")?;
+    require_float("glu_backward_cpu", x.dtype())?;
+    let d = x.dtype();
+    let xc = cast(cx, &x, compute_dtype(d))?;
+    let gc = cast(cx, &g, compute_dtype(d))?;
+    let (dim, first, second) = glu_halves(cx, &xc, a.int("dim")?)?;
+    if gc.shape() != first.shape() {
+        return Err(LowerError::invalid(format!(
+            "glu_backward: grad_output of shape {:?} must match the half of self {:?}",
+            gc.shape(),
+            first.shape()
+        )));
+    }
+    let s = sigmoid(cx, &second)?;
+    let ga = cx.mul(&gc, &s)?;
+    let oms = rsub_k(cx, 1.0, &s)?;
+    let t = cx.mul(&s, &oms)?;
+    let t = cx.mul(&t, &first)?;
+    let gb = cx.mul(&gc, &t)?;
+    let r = cx.concatenate(&[&ga, &gb], dim)?;
+    out(cast(cx, &r, d)?)
 }
 
 pub(super) fn leaky_relu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {

@@ -16,7 +16,8 @@ use tessera_lowering::DType;
 
 /// `self + alpha * other` (`sub`: minus), with PyTorch's checks of bool operands and alpha.
 pub(super) fn add_sub(cx: &mut Lower, a: &Args, sub: bool) -> LowerResult<Vec<Out>> {
-    let x = Operand::Tensor(a.tensor("self")?);
+    // A number `self` only reaches here from `rsub.Scalar` (its operands swapped).
+    let x = operand(a, "self")?;
     let y = operand(a, "other")?;
     if sub {
         let (bx, by) = (x.dtype() == DType::Bool, y.dtype() == DType::Bool);
@@ -78,10 +79,26 @@ pub(super) fn div(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     } else {
         None
     };
+    div_mode(cx, a, mode.as_deref())
+}
+
+/// `floor_divide(self, other)` (Tensor and Scalar): `div` with `rounding_mode="floor"`.
+pub(super) fn floor_divide(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    div_mode(cx, a, Some("floor"))
+}
+
+/// `rsub(self, other, alpha)`: `other - alpha * self` (`self` and `other` swapped for `sub`).
+pub(super) fn rsub(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let mut swapped = a.clone();
+    swapped.values.swap(0, 1);
+    add_sub(cx, &swapped, true)
+}
+
+fn div_mode(cx: &mut Lower, a: &Args, mode: Option<&str>) -> LowerResult<Vec<Out>> {
     let x = Operand::Tensor(a.tensor("self")?);
     let y = operand(a, "other")?;
     let d = result_type(&[x.clone(), y.clone()]);
-    match mode.as_deref() {
+    match mode {
         None => {
             let f = to_float(d);
             let (v, _) = promote(cx, &[x, y], Some(compute_dtype(f)))?;

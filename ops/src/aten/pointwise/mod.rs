@@ -8,16 +8,20 @@
 //! - [`math`]: float functions, abs, sign, rounding, atan2, isnan, isinf.
 //! - [`compare`]: comparisons, maximum/minimum, clamp, where, logical and bitwise ops.
 //! - [`activation`]: relu, gelu, elu, hardtanh, ... and pointwise backward ops.
+//! - [`activation_grad`]: the other activation backward ops, shrink, log-sigmoid, logit, prelu.
+//! - [`special`]: logaddexp, hypot, xlogy, copysign, nan_to_num, fmax/fmin, shifts, ...
 //! - [`misc`]: fill, masked_fill, copy, clone, _to_copy, alias, scalar_tensor,
 //!   _local_scalar_dense.
 
 mod activation;
+mod activation_grad;
 mod arith;
 pub(crate) mod common;
 mod compare;
 mod math;
 mod misc;
 mod pow;
+mod special;
 
 use crate::lower::Lowering;
 use crate::lowerings;
@@ -137,6 +141,79 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("threshold_backward", activation::threshold_backward),
     ("sigmoid_backward", activation::sigmoid_backward),
     ("tanh_backward", activation::tanh_backward),
+    ("relu6", activation::relu6),
+    ("celu", activation::celu),
+    ("selu", activation::selu),
+    ("glu", activation::glu),
+    ("glu_backward", activation::glu_backward),
+    // activation_grad
+    ("hardswish_backward", activation_grad::hardswish_backward),
+    ("hardsigmoid_backward", activation_grad::hardsigmoid_backward),
+    ("silu_backward", activation_grad::silu_backward),
+    ("mish_backward", activation_grad::mish_backward),
+    ("leaky_relu_backward", activation_grad::leaky_relu_backward),
+    ("elu_backward", activation_grad::elu_backward),
+    ("softplus_backward", activation_grad::softplus_backward),
+    ("hardtanh_backward", activation_grad::hardtanh_backward),
+    ("log_sigmoid_forward", activation_grad::log_sigmoid_forward),
+    ("log_sigmoid_backward", activation_grad::log_sigmoid_backward),
+    ("softshrink", activation_grad::softshrink),
+    ("softshrink_backward", activation_grad::shrink_backward),
+    ("hardshrink", activation_grad::hardshrink),
+    ("hardshrink_backward", activation_grad::shrink_backward),
+    ("logit", activation_grad::logit),
+    ("logit_backward", activation_grad::logit_backward),
+    ("_prelu_kernel", activation_grad::prelu_kernel),
+    ("_prelu_kernel_backward", activation_grad::prelu_kernel_backward),
+    ("native_dropout_backward", activation_grad::native_dropout_backward),
+    // special
+    ("logaddexp", |cx, a| special::logaddexp(cx, a, false)),
+    ("logaddexp2", |cx, a| special::logaddexp(cx, a, true)),
+    ("hypot", special::hypot),
+    ("xlogy.Tensor", special::xlogy),
+    ("xlogy.Scalar_Self", special::xlogy),
+    ("xlogy.Scalar_Other", special::xlogy),
+    ("frac", special::frac),
+    ("deg2rad", |cx, a| special::scale_float(cx, a, std::f64::consts::PI / 180.0)),
+    ("rad2deg", |cx, a| special::scale_float(cx, a, 180.0 / std::f64::consts::PI)),
+    ("sinc", special::sinc),
+    ("nan_to_num", special::nan_to_num),
+    ("signbit", special::signbit),
+    ("copysign.Tensor", special::copysign),
+    ("copysign.Scalar", special::copysign),
+    ("fmax", |cx, a| special::fmax_fmin(cx, a, true)),
+    ("fmin", |cx, a| special::fmax_fmin(cx, a, false)),
+    ("heaviside", special::heaviside),
+    ("positive", special::positive),
+    ("isfinite", special::isfinite),
+    ("isposinf", |cx, a| special::is_inf_signed(cx, a, true)),
+    ("isneginf", |cx, a| special::is_inf_signed(cx, a, false)),
+    ("float_power.Tensor_Tensor", special::float_power),
+    ("float_power.Tensor_Scalar", special::float_power),
+    ("float_power.Scalar", special::float_power),
+    ("bitwise_left_shift.Tensor", |cx, a| special::shift(cx, a, true)),
+    ("bitwise_left_shift.Tensor_Scalar", |cx, a| special::shift(cx, a, true)),
+    ("bitwise_left_shift.Scalar_Tensor", |cx, a| special::shift(cx, a, true)),
+    ("bitwise_right_shift.Tensor", |cx, a| special::shift(cx, a, false)),
+    ("bitwise_right_shift.Tensor_Scalar", |cx, a| special::shift(cx, a, false)),
+    ("bitwise_right_shift.Scalar_Tensor", |cx, a| special::shift(cx, a, false)),
+    ("erfc", |cx, a| math::float_unary(cx, a, UnaryOp::Erfc)),
+    ("special_ndtr", special::ndtr),
+    ("special_ndtri", special::ndtri),
+    ("special_entr", special::entr),
+    ("special_xlog1py", special::xlog1py),
+    ("special_xlog1py.other_scalar", special::xlog1py),
+    ("special_xlog1py.self_scalar", special::xlog1py),
+    ("isclose", special::isclose),
+    ("clip", compare::clamp),
+    ("clip.Tensor", compare::clamp_tensor),
+    ("sgn", math::sign),
+    ("floor_divide", arith::floor_divide),
+    ("floor_divide.Scalar", arith::floor_divide),
+    ("true_divide.Tensor", arith::div),
+    ("true_divide.Scalar", arith::div),
+    ("rsub.Tensor", arith::rsub),
+    ("rsub.Scalar", arith::rsub),
     // misc
     ("fill.Scalar", misc::fill),
     ("masked_fill.Scalar", misc::masked_fill),

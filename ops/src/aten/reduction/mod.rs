@@ -8,6 +8,7 @@
 //! the op has none (amax, max, argmax).
 
 mod basic;
+mod nan;
 mod scan;
 mod softmax;
 mod sort;
@@ -98,6 +99,27 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("_log_softmax_backward_data", |cx, a| softmax::backward(
         cx, a, true
     )),
+    ("_safe_softmax", softmax::safe_softmax),
+    ("nansum", nan::nansum),
+    ("nanmean", nan::nanmean),
+    ("count_nonzero", nan::count_nonzero),
+    ("count_nonzero.dim_IntList", nan::count_nonzero),
+    ("aminmax", nan::aminmax),
+    ("cummax", |cx, a| scan::cummax_cummin(cx, a, true)),
+    ("cummin", |cx, a| scan::cummax_cummin(cx, a, false)),
+    ("logcumsumexp", scan::logcumsumexp),
+    ("argsort", sort::argsort),
+    ("argsort.stable", sort::argsort),
+    ("msort", sort::msort),
+    ("kthvalue", sort::kthvalue),
+    ("median", |cx, a| sort::median(cx, a, false)),
+    ("median.dim", |cx, a| sort::median(cx, a, false)),
+    ("nanmedian", |cx, a| sort::median(cx, a, true)),
+    ("nanmedian.dim", |cx, a| sort::median(cx, a, true)),
+    ("dist", stats::dist),
+    ("diff", scan::diff),
+    ("std_mean.correction", stats::std_mean),
+    ("std.dim", |cx, a| stats::var_std(cx, a, true, stats::Correction::Unbiased)),
     ("sort", sort::sort),
     ("topk", sort::topk),
 ];

@@ -173,3 +173,27 @@ pub(super) fn backward(cx: &mut Lower, a: &Args, log: bool) -> LowerResult<Vec<O
     })?;
     Ok(vec![Out::Tensor(cast(cx, &r, out)?)])
 }
+
+/// `_safe_softmax(self, dim, dtype=None)`: softmax, with 0 (not NaN) for slices that are all
+/// `-inf` (fully masked attention rows).
+pub(super) fn safe_softmax(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let x = match a.opt_dtype("dtype")? {
+        Some(d) => cast(cx, &x, d)?,
+        None => x,
+    };
+    if empty_non_float(&x) {
+        return Ok(vec![Out::Tensor(x)]);
+    }
+    require_float(&x, "").map_err(|_| not_implemented(&x, false))?;
+    let dim = a.int("dim")?;
+    let y = softmax_of(cx, &x, dim, false, x.dtype())?;
+    let masked = on_rank1(cx, &[&x], dim, |cx, v, d| {
+        let ninf = cx.full(v[0].ty().clone(), f64::NEG_INFINITY)?;
+        let m = cx.compare(tessera_lowering::stablehlo::Comparison::Eq, &v[0], &ninf)?;
+        let all = reduce(cx, &m, ReduceKind::And, &[d], true)?;
+        Ok(cx.broadcast_to(&all, v[0].shape())?)
+    })?;
+    let z = cx.zeros(y.ty().clone())?;
+    Ok(vec![Out::Tensor(cx.select(&masked, &z, &y)?)])
+}

@@ -206,3 +206,43 @@ pub(super) fn norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     )?;
     Ok(vec![Out::Tensor(r)])
 }
+
+/// `std_mean.correction(self, dim=None, *, correction=None, keepdim=False) -> (std, mean)`.
+pub(super) fn std_mean(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let (x, dims, c, keepdim) = var_args(a, Correction::Scalar)?;
+    let (v, m) = var_of(cx, &x, &dims, c, keepdim, "std_mean")?;
+    Ok(vec![
+        Out::Tensor(cx.unary(UnaryOp::Sqrt, &v)?),
+        Out::Tensor(m),
+    ])
+}
+
+/// `dist(self, other, p=2)`: the p-norm of `self - other` (broadcast) over every element.
+pub(super) fn dist(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let y = a.tensor("other")?;
+    let d = promote_types(x.dtype(), y.dtype());
+    if !d.is_float() {
+        return Err(LowerError::dtype(
+            d,
+            format!(
+                "dist only supports floating-point dtypes, but got {}",
+                torch_name(d)
+            ),
+        ));
+    }
+    let (x, y) = (cast(cx, &x, acc_dtype(d))?, cast(cx, &y, acc_dtype(d))?);
+    let (x, y) = cx
+        .broadcast_pair(&x, &y)
+        .map_err(|_| LowerError::invalid("dist: the shapes of self and other do not broadcast"))?;
+    let diff = cx.sub(&x, &y)?;
+    let dims: Vec<usize> = (0..diff.rank()).collect();
+    let diff = if diff.rank() == 0 {
+        cx.reshape(&diff, &[1])?
+    } else {
+        diff
+    };
+    let dims = if dims.is_empty() { vec![0] } else { dims };
+    let r = p_norm(cx, &diff, a.scalar("p")?.as_f64(), &dims, false)?;
+    Ok(vec![Out::Tensor(cast(cx, &r, d)?)])
+}

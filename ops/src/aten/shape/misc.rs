@@ -7,7 +7,7 @@ use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
 use tessera_lowering::stablehlo::{Comparison, Value};
 
-pub(super) fn constant_pad_nd(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+pub(crate) fn constant_pad_nd(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
     let pad = a.int_list("pad")?;
     let r = x.rank();
@@ -58,7 +58,12 @@ pub(super) fn flip(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 
 pub(super) fn repeat(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
-    let reps = a.int_list("repeats")?;
+    one(repeat_value(cx, &x, &a.int_list("repeats")?)?)
+}
+
+/// `x.repeat(reps)` (`reps` at least as long as x's rank).
+pub(super) fn repeat_value(cx: &mut Lower, x: &Value, reps: &[i64]) -> LowerResult<Value> {
+    let reps = reps.to_vec();
     if reps.len() < x.rank() {
         return Err(LowerError::invalid(
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
@@ -77,9 +82,9 @@ pub(super) fn repeat(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         big.push(s);
     }
     let dims: Vec<usize> = (off..reps.len()).map(|i| 2 * i + 1).collect();
-    let b = cx.broadcast_in_dim(&x, &big, &dims)?;
+    let b = cx.broadcast_in_dim(x, &big, &dims)?;
     let out: Vec<usize> = target.iter().map(|&t| t as usize).collect();
-    one(cx.reshape(&b, &out)?)
+    Ok(cx.reshape(&b, &out)?)
 }
 
 /// `x` rolled by `shift` along `d`.
