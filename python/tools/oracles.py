@@ -10,10 +10,12 @@ from torch.utils._pytree import tree_map
 
 import tolerance
 
-SHAPE_ONLY = ("empty", "empty_like", "empty_strided", "new_empty", "resize_")
-# Overloads whose index result is unspecified among equal values: the position of `dim` in
-# their positional arguments (and its default, -1).
-UNORDERED_TIES = {"sort": 1, "sort.values": 1, "topk": 2, "topk.values": 2}
+SHAPE_ONLY = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_")
+# Overloads whose index result is unspecified among equal values (torch's sorts are not stable
+# unless asked): the position of `dim` in their positional arguments (else the `dim` keyword,
+# default -1). `argsort` returns only the indices; the others (values, indices).
+UNORDERED_TIES = {"sort": 1, "sort.values": 1, "topk": 2, "topk.values": 2, "kthvalue": 2,
+                  "kthvalue.values": 2, "argsort": 1, "argsort.stable": None, "argsort.stable_out": None}
 UPCAST = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
           torch.complex64: torch.complex128}
 
@@ -60,6 +62,22 @@ def compare(name, tags, expected, actual, overrides=None):
 
 def compare_unordered_ties(name, tags, args, kwargs, expected, actual, overrides=None):
     """For UNORDERED_TIES ops: values as usual; indices right when they pick those values."""
+    pos = UNORDERED_TIES[name]
+    dim = args[pos] if pos is not None and len(args) > pos else kwargs.get("dim", -1)
+    x = args[0]
+    if kwargs.get("stable") is True:  # a stable sort's order is specified
+        return compare(name, tags, expected, actual, overrides)
+    if name.startswith("argsort"):
+        if not isinstance(actual, torch.Tensor) or actual.shape != expected.shape or actual.dtype != expected.dtype:
+            return compare(name, tags, expected, actual)
+        if x.dim() == 0 or actual.numel() == 0:
+            return compare(name, tags, expected, actual)
+        size = x.shape[dim]
+        if bool(((actual < 0) | (actual >= size)).any()):
+            return f"an index is out of range [0, {size})"
+        # torch's indices select the sorted values; Tessera's must select the same ones.
+        expected = (torch.gather(x, dim, expected), expected)
+        actual = (torch.gather(x, dim, actual), actual)
     if not isinstance(actual, (tuple, list)) or len(actual) != 2:
         return compare(name, tags, expected, actual, overrides)
     m = compare(name, tags, expected[0], actual[0], overrides)
@@ -68,11 +86,10 @@ def compare_unordered_ties(name, tags, args, kwargs, expected, actual, overrides
     (values, want), (_, got) = expected, actual
     if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
         return compare(name, tags, want, got)
-    x = args[0]
     if x.dim() == 0 or got.numel() == 0:
         return compare(name, tags, want, got)
-    pos = UNORDERED_TIES[name]
-    dim = args[pos] if len(args) > pos else kwargs.get("dim", -1)
+    if got.dim() < x.dim():  # a reduction without keepdim (kthvalue)
+        got, values = got.unsqueeze(dim), values.unsqueeze(dim)
     size = x.shape[dim]
     if bool(((got < 0) | (got >= size)).any()):
         return f"result 1: an index is out of range [0, {size})"
