@@ -5,6 +5,8 @@
 //! the alias to XLA, jaxlib verifies its Mosaic, and libtpu compiles it for v5e, v6e and
 //! tpu7x. Bad aliases are reported at the `.alias` call.
 
+mod support;
+
 use rand::{Rng, SeedableRng};
 use tessera_lowering::mosaic::{lower_to_mosaic, tpu_custom_call, TpuGeneration};
 use tessera_lowering::prelude::*;
@@ -124,11 +126,7 @@ fn the_cache_update_mosaic_verifies_with_jaxlib() {
     let m = lower_to_mosaic(&program(), TpuGeneration::V5e).unwrap();
     std::fs::write(&file, &m.serialized).unwrap();
     let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
-    let out = std::process::Command::new(py)
-        .arg(tool)
-        .arg(&file)
-        .output()
-        .expect("runs python");
+    let out = support::output(std::process::Command::new(py).arg(tool).arg(&file));
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && text.contains(": OK"), "{text}");

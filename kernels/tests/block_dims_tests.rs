@@ -4,6 +4,8 @@
 //! emits for the same kernel (`tools/pallas_structure.py --bmm`), and libtpu compiles it for
 //! v5e, v6e and tpu7x. Misuse is reported at the BlockSpec's line.
 
+mod support;
+
 use rand::{Rng, SeedableRng};
 use std::process::Command;
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
@@ -114,11 +116,7 @@ fn tool(py: &std::ffi::OsStr, name: &str, args: &[String]) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tools")
         .join(name);
-    let out = Command::new(py)
-        .arg(path)
-        .args(args)
-        .output()
-        .expect("runs python");
+    let out = support::output(Command::new(py).arg(path).args(args));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),

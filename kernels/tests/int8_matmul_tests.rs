@@ -4,6 +4,8 @@
 //! is one f32 rounding, done the same way), its Mosaic verifies with jaxlib, and libtpu
 //! compiles it for v5e, v6e and tpu7x.
 
+mod support;
+
 use rand::{Rng, SeedableRng};
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
@@ -104,11 +106,7 @@ fn int8_matmul_mosaic_verifies_with_jaxlib() {
     );
     std::fs::write(&file, &m.serialized).unwrap();
     let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
-    let out = std::process::Command::new(py)
-        .arg(tool)
-        .arg(&file)
-        .output()
-        .expect("runs python");
+    let out = support::output(std::process::Command::new(py).arg(tool).arg(&file));
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && text.contains(": OK"), "{text}");

@@ -478,9 +478,15 @@ fn problem_shapes_are_read_back_from_input_shapes() {
         assert_eq!(k.problem_of(&inputs).unwrap(), shape, "{}", k.name);
     }
     let mm = tessera_kernels::find("matmul").unwrap();
-    assert_eq!(mm.problem_of(&[vec![8, 3], vec![3, 5]]).unwrap(), vec![8, 5, 3]);
+    assert_eq!(
+        mm.problem_of(&[vec![8, 3], vec![3, 5]]).unwrap(),
+        vec![8, 5, 3]
+    );
     let e = mm.problem_of(&[vec![8, 3], vec![4, 5]]).unwrap_err();
-    assert!(e.contains("kernel `matmul` takes 2 input(s) shaped [m, k], [k, n]"), "{e}");
+    assert!(
+        e.contains("kernel `matmul` takes 2 input(s) shaped [m, k], [k, n]"),
+        "{e}"
+    );
     let e = mm.problem_of(&[vec![8, 3]]).unwrap_err();
     assert!(e.contains("got [[8, 3]]"), "{e}");
 }

@@ -5,6 +5,8 @@
 //! (`tools/check_mosaic.py`), and libtpu compiles it for v5e, v6e and tpu7x. Misuse is
 //! reported at this file's lines.
 
+mod support;
+
 use rand::{Rng, SeedableRng};
 use std::process::Command;
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
@@ -182,11 +184,7 @@ fn scalar_prefetch_kernels_mosaic_verifies_with_jaxlib() {
         files.push(f);
     }
     let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
-    let out = Command::new(py)
-        .arg(tool)
-        .args(&files)
-        .output()
-        .expect("runs python");
+    let out = support::output(Command::new(py).arg(tool).args(&files));
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -289,11 +287,7 @@ fn jax_tool(tool: &str, args: &[String]) -> Option<String> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tools")
         .join(tool);
-    let out = Command::new(py)
-        .arg(path)
-        .args(args)
-        .output()
-        .expect("runs python");
+    let out = support::output(Command::new(py).arg(path).args(args));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),

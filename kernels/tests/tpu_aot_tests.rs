@@ -3,6 +3,8 @@
 //! jaxlib's tpu dialect (`tools/check_mosaic.py`). Needs libtpu (`make test` installs it) and,
 //! for the verifier, `$TESSERA_JAX_PYTHON`.
 
+mod support;
+
 use std::process::Command;
 use tessera_kernels::{shipped, ShippedKernel};
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
@@ -81,11 +83,7 @@ fn every_kernels_mosaic_verifies_with_jaxlib() {
         }
     }
     let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
-    let out = Command::new(py)
-        .arg(tool)
-        .args(&files)
-        .output()
-        .expect("runs python");
+    let out = support::output(Command::new(py).arg(tool).args(&files));
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(
