@@ -113,24 +113,11 @@ fn the_custom_call_carries_the_alias_and_libtpu_compiles_it() {
 
 #[test]
 fn the_cache_update_mosaic_verifies_with_jaxlib() {
-    let Some(py) = std::env::var_os("TESSERA_JAX_PYTHON").filter(|p| !p.is_empty()) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the jaxlib checks: set TESSERA_JAX_PYTHON"
-        );
-        return eprintln!("skipped: set TESSERA_JAX_PYTHON to a Python with jax");
+    let Some(py) = support::jax_python() else {
+        return;
     };
-    let dir = std::env::temp_dir().join(format!("tessera-alias-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("add_into_cache.mlir");
     let m = lower_to_mosaic(&program(), TpuGeneration::V5e).unwrap();
-    std::fs::write(&file, &m.serialized).unwrap();
-    let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
-    let out = support::output(std::process::Command::new(py).arg(tool).arg(&file));
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && text.contains(": OK"), "{text}");
-    std::fs::remove_dir_all(dir).ok();
+    support::verify_mosaic(&py, "alias", "add_into_cache.mlir", &m.serialized);
 }
 
 fn launch_error(launch: &Launch, line: u32) -> TraceError {

@@ -88,29 +88,16 @@ fn program() -> KernelProgram {
 
 #[test]
 fn int8_matmul_mosaic_verifies_with_jaxlib() {
-    let Some(py) = std::env::var_os("TESSERA_JAX_PYTHON").filter(|p| !p.is_empty()) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the jaxlib checks: set TESSERA_JAX_PYTHON"
-        );
-        return eprintln!("skipped: set TESSERA_JAX_PYTHON to a Python with jax");
+    let Some(py) = support::jax_python() else {
+        return;
     };
-    let dir = std::env::temp_dir().join(format!("tessera-int8-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("int8_matmul.mlir");
     let m = lower_to_mosaic(&program(), TpuGeneration::V5e).unwrap();
     assert!(
         m.readable.contains("vector<32x256xi8>") && m.readable.contains("vector<32x128xi32>"),
         "{}",
         m.readable
     );
-    std::fs::write(&file, &m.serialized).unwrap();
-    let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
-    let out = support::output(std::process::Command::new(py).arg(tool).arg(&file));
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && text.contains(": OK"), "{text}");
-    std::fs::remove_dir_all(dir).ok();
+    support::verify_mosaic(&py, "int8", "int8_matmul.mlir", &m.serialized);
 }
 
 #[test]

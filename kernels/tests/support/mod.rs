@@ -1,4 +1,6 @@
 //! What the kernel tests that spawn Python share.
+// Each test binary that includes this module uses a part of it.
+#![allow(dead_code)]
 
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -24,4 +26,32 @@ pub fn output(cmd: &mut Command) -> Output {
 /// EFAULT on Linux.
 const fn libc_efault() -> i32 {
     14
+}
+
+/// The Python with jax that the jaxlib checks run (`TESSERA_JAX_PYTHON`); None skips them
+/// outside CI, and CI must have it.
+pub fn jax_python() -> Option<std::ffi::OsString> {
+    let py = std::env::var_os("TESSERA_JAX_PYTHON").filter(|p| !p.is_empty());
+    if py.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs the jaxlib checks: set TESSERA_JAX_PYTHON"
+        );
+        eprintln!("skipped: set TESSERA_JAX_PYTHON to a Python with jax");
+    }
+    py
+}
+
+/// Verifies serialized Mosaic text with jaxlib's tpu dialect (tools/check_mosaic.py).
+pub fn verify_mosaic(py: &std::ffi::OsStr, tag: &str, file_name: &str, serialized: &str) {
+    let dir = std::env::temp_dir().join(format!("tessera-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(file_name);
+    std::fs::write(&file, serialized).unwrap();
+    let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
+    let out = output(Command::new(py).arg(tool).arg(&file));
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains(": OK"), "{text}");
+    std::fs::remove_dir_all(dir).ok();
 }
