@@ -72,9 +72,8 @@ test: plugin python
 test-rust:
 	$(CARGO) test --workspace --no-fail-fast
 
-# The sweep gate runs CI-sized (3 samples per op, dtype and source; `make ops-coverage` runs 6).
 test-python:
-	TESSERA_SWEEP_JSON=$(SWEEP_JSON) TESSERA_SWEEP_CAP=$${TESSERA_SWEEP_CAP:-3} $(PY) -m pytest -q python/tests
+	TESSERA_SWEEP_JSON=$(SWEEP_JSON) $(PY) -m pytest -q python/tests
 
 # The sweep alone; its results go to ops/coverage/sweep.json, merged with the table by
 # `tessera ops coverage`.

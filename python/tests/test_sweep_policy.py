@@ -93,7 +93,7 @@ def test_sample_draws_depend_on_the_seed_and_the_op_only(monkeypatch):
     torch.randn(1000)  # unrelated draws in between change nothing
     again = _draw(bmm, torch.float32)
     assert all(torch.equal(a.input, b.input) for a, b in zip(first, again))
-    monkeypatch.setattr(sweep, "SEED", 1)
+    monkeypatch.setattr(sweep, "SEED", sweep.SEED + 1)
     other = _draw(bmm, torch.float32)
     assert not all(torch.equal(a.input, b.input) for a, b in zip(first, other))
 
@@ -107,3 +107,12 @@ def test_contraction_k_is_read_from_the_arguments(name):
     }[name]
     want = {"mm": 7, "addmm": 7, "convolution": 36}[name]
     assert tolerance.contraction_k(name, args, {}) == want
+
+
+def test_a_wrong_half_precision_result_is_not_as_accurate_as_torch():
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(64, generator=g).half(), torch.randn(64, generator=g).half()
+    wrong = (x + y).clone()
+    wrong[5] += 0.25
+    error, known = judge("add.Tensor", torch.ops.aten.add.Tensor, (x, y), wrong)
+    assert error is not None and known is None

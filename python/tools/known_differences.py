@@ -24,6 +24,12 @@ the sweep's JSON (`known_differences`), never skipped silently.
    tolerance.py.
 """
 
+4. torch's own float16/bfloat16 rounding (`as_accurate_as_torch`). Where torch's CPU kernel
+   computes in the low-precision dtype (grid_sampler_2d's half path: 1.0e-2 from float64 on an
+   OpInfo sample with reflection padding), neither torch's result nor the float64 one decides: a
+   float16/bfloat16 result passes when no element is further from torch's float64 result than
+   torch's own worst element is, plus the dtype's tolerance.
+
 # Ops whose torch CPU result is known to depend on the CPU's vector unit (documentation and a
 # regression test: python/tests/test_sweep_policy.py); the float64 oracle applies to every op.
 CPU_DEPENDENT = {
