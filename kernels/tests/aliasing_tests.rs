@@ -14,9 +14,8 @@ use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::{Device, LaunchExt, RuntimeError, TpuTarget};
+use tessera_runtime::{Device, LaunchExt, RuntimeError};
 
-const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
 const ROWS: usize = 8;
 const LANES: usize = 128;
 
@@ -102,13 +101,7 @@ fn the_custom_call_carries_the_alias_and_libtpu_compiles_it() {
         module.contains("output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [], operand_index = 1, operand_tuple_indices = []>]"),
         "{module}"
     );
-    for topology in TOPOLOGIES {
-        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
-        let out = target
-            .compile_program(&program)
-            .unwrap_or_else(|e| panic!("{topology}: {e}"));
-        assert!(out.code_bytes > 0, "{topology}");
-    }
+    support::compiles_for_every_topology(&program);
 }
 
 #[test]

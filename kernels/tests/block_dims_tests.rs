@@ -14,9 +14,7 @@ use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::{Device, LaunchExt, RuntimeError, TpuTarget};
-
-const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
+use tessera_runtime::{Device, LaunchExt, RuntimeError};
 
 /// One batch's row block of `x @ y`; the batch dim is squeezed out of every block.
 #[tpu_kernel]
@@ -166,13 +164,7 @@ fn the_squeezed_matmul_verifies_with_jaxlib_and_has_pallas_structure() {
 #[test]
 fn the_squeezed_matmul_compiles_with_libtpu_for_three_generations() {
     let program = program();
-    for topology in TOPOLOGIES {
-        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
-        let out = target
-            .compile_program(&program)
-            .unwrap_or_else(|e| panic!("{topology}: {e}"));
-        assert!(out.code_bytes > 0, "{topology}");
-    }
+    support::compiles_for_every_topology(&program);
 }
 
 #[test]

@@ -13,9 +13,7 @@ use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::{Device, LaunchExt, TpuTarget};
-
-const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
+use tessera_runtime::{Device, LaunchExt};
 
 /// `o = f32(x @ y) * scale` with `x @ y` summed in int32 and `scale` one value per row.
 #[tpu_kernel]
@@ -103,13 +101,7 @@ fn int8_matmul_mosaic_verifies_with_jaxlib() {
 #[test]
 fn int8_matmul_compiles_with_libtpu_for_three_generations() {
     let program = program();
-    for topology in TOPOLOGIES {
-        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
-        let out = target
-            .compile_program(&program)
-            .unwrap_or_else(|e| panic!("{topology}: {e}"));
-        assert!(out.code_bytes > 0, "{topology}");
-    }
+    support::compiles_for_every_topology(&program);
 }
 
 #[test]

@@ -55,3 +55,18 @@ pub fn verify_mosaic(py: &std::ffi::OsStr, tag: &str, file_name: &str, serialize
     assert!(out.status.success() && text.contains(": OK"), "{text}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The TPU generations the new kernels are compiled for by libtpu (no TPU needed).
+pub const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
+
+/// Compiles `program` with libtpu for every one of [`TOPOLOGIES`]; each must give code.
+pub fn compiles_for_every_topology(program: &tessera_lowering::trace::KernelProgram) {
+    for topology in TOPOLOGIES {
+        let target =
+            tessera_runtime::TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
+        let out = target
+            .compile_program(program)
+            .unwrap_or_else(|e| panic!("{topology}: {e}"));
+        assert!(out.code_bytes > 0, "{topology}");
+    }
+}
