@@ -6,7 +6,9 @@ the gradients are compared with the same model run by torch CPU.
 Models come from small configs with seeded random weights, nothing downloaded: torchvision
 (resnet18, mobilenet_v3_small, squeezenet1_1, shufflenet_v2, mnasnet, convnext_tiny,
 efficientnet_b0), transformers (BERT, RoBERTa, ALBERT, DistilBERT, GPT-2, Llama, T5, ViT) and
-classic modules (MLP, CNN, LSTM, GRU, nn.Transformer).
+classic modules (MLP, CNN, LSTM, GRU, nn.Transformer). Ops Tessera lacks but PyTorch decomposes run
+as their decomposition (each piece routed), and torch CPU's oneDNN path is off while routing (a device
+takes the generic path).
 
     python python/tools/model_routing.py [MODEL ...]      # per model: ops, missing, match
 """
@@ -21,6 +23,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
+import torch._decomp  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import tessera  # noqa: E402
@@ -52,6 +55,19 @@ class Route(TorchDispatchMode):
         self.missing = Counter()
         self.errors = Counter()
         self.views = Counter()
+        self.decomposed = Counter()
+        self.mkldnn = []  # oneDNN's state at each (re-)entry
+
+    def __enter__(self):
+        # oneDNN is torch CPU's private path (LSTM calls mkldnn_rnn_layer); a device takes the
+        # generic one, whose ATen calls come through here.
+        self.mkldnn.append(torch._C._get_mkldnn_enabled())
+        torch._C._set_mkldnn_enabled(False)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        torch._C._set_mkldnn_enabled(self.mkldnn.pop())
+        return super().__exit__(*exc)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -78,6 +94,13 @@ class Route(TorchDispatchMode):
             except tessera.TesseraError as e:
                 self.errors[f"{name}: {type(e).__name__}: {str(e)[:160]}"] += 1
         elif name not in PASSTHROUGH:
+            decomposition = torch._decomp.decomposition_table.get(func)
+            if decomposition is not None:
+                # An op Tessera lacks but PyTorch decomposes (unsafe_split into slices, ...):
+                # its pieces come back through this mode, as a device backend's would.
+                self.decomposed[name] += 1
+                with self:
+                    return decomposition(*args, **kwargs)
             self.missing[name] += 1
         return func(*args, **kwargs)
 

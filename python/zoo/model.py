@@ -1,0 +1,138 @@
+"""One zoo model in this process: build it (seeded), run its forward on torch CPU, then per mode
+on Tessera; print one JSON line (the report entry).
+
+    cd python && python -m zoo.model [NAME ...] [--modes route]   (no NAME: names from stdin)
+"""
+
+import argparse
+import copy
+import json
+import os
+import sys
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+import model_routing  # noqa: E402
+from zoo.catalog import catalog  # noqa: E402
+
+# float32 tolerances of torch.testing.assert_close, applied elementwise; a model whose output
+# misses them still matches when it is no further (relative Frobenius norm) from torch's float64
+# run than model_routing.TORCH_FACTOR times torch's own float32 output is: deep float32
+# networks compound rounding, and torch's float32 kernels are not the exact answer either.
+RTOL, ATOL = 1.3e-6, 1e-5
+
+
+def first_tensor(out):
+    return model_routing._tensor_of(out)
+
+
+def forward(model, kw, route=None):
+    with torch.no_grad(), (route if route is not None else _null()):
+        return first_tensor(model(**kw))
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+class OrderedRoute(model_routing.Route):
+    """Route that also remembers the first op that was missing, refused, or differed."""
+
+    first = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        before = (dict(self.missing), dict(self.errors), dict(self.differs))
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if self.first is None:
+            name = model_routing.overload_name(func)
+            if dict(self.missing) != before[0]:
+                self.first = f"{name} (missing)"
+            elif dict(self.errors) != before[1]:
+                self.first = f"{name} (refused: {next(k for k in self.errors if k not in before[1])[:160]})"
+            elif self.differs.keys() != before[2].keys():
+                self.first = f"{name} (differs: {self.differs[name][0][:160]})"
+        return out
+
+
+def judge(got, want, want64):
+    """(matches, detail) for one output tensor."""
+    if got is None or want is None:
+        return (got is None) == (want is None), "no tensor output"
+    try:
+        torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
+        return True, "assert_close"
+    except AssertionError:
+        pass
+    err32 = model_routing.rel_error(got, want)
+    err64 = model_routing.rel_error(got.double(), want64)
+    torch_err = model_routing.rel_error(want.double(), want64)
+    ok = err64 <= model_routing.TORCH_FACTOR * torch_err and err64 != float("inf")
+    return ok, f"rel err {err32:.2e} vs torch f32, {err64:.2e} vs f64 (torch f32: {torch_err:.2e})"
+
+
+def evaluate(name, modes):
+    """The report entry of one model."""
+    entry = {"name": name, "status": {}}
+    source, make = catalog()[name]
+    entry["source"] = source
+    try:
+        torch.manual_seed(0)
+        model, kw = make()
+        model = model_routing.no_dropout(model).eval()
+        entry["params"] = sum(p.numel() for p in model.parameters())
+        want = forward(model, kw)
+        m64 = copy.deepcopy(model).double()
+        kw64 = {k: v.double() if v.is_floating_point() else v for k, v in kw.items()}
+        want64 = forward(m64, kw64)
+        entry["torch"] = "ok"
+    except Exception as e:  # noqa: BLE001 - torch itself cannot run it: reported, not counted
+        entry["torch"] = f"{type(e).__name__}: {str(e)[:200]}"
+        entry["status"] = {m: "skip" for m in modes}
+        return entry
+    import tessera.ops as tops
+
+    table = {t["name"] for t in tops.table()}
+    for mode in modes:
+        route = OrderedRoute(table, compare=True)
+        try:
+            got = forward(model, kw, route)
+        except Exception as e:  # noqa: BLE001 - any failure is this model's, reported
+            entry["status"][mode] = "fail"
+            entry["first_failing_op"] = route.first
+            entry["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            continue
+        entry["ops"] = sum(route.ran.values())
+        if route.missing or route.errors:
+            entry["status"][mode] = "fail"
+            entry["first_failing_op"] = route.first
+            entry["missing"] = dict(route.missing)
+            continue
+        ok, detail = judge(got, want, want64)
+        entry["status"][mode] = "match" if ok else "run"
+        entry["detail"] = detail
+        if not ok:
+            entry["first_failing_op"] = route.first
+    return entry
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("names", nargs="*", help="models to run; none: read one name per line from stdin")
+    p.add_argument("--modes", nargs="*", default=["route"])
+    a = p.parse_args()
+    warnings.filterwarnings("ignore")
+    # One JSON line per model on stdout, flushed: the zoo runner reads them as they come, and
+    # restarts this process when a model crashes it or runs past its time.
+    for name in a.names or (line.strip() for line in sys.stdin):
+        if name:
+            print("ZOO " + json.dumps(evaluate(name, a.modes)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Runs the zoo: each architecture in its own process (a crash or a hang costs one model, not
+the run), forward on torch CPU vs Tessera, per mode; writes zoo_report.json and zoo_report.md.
+
+    cd python && python -m zoo.run [--models SUBSTR ...] [--modes route ...] [--out DIR]
+
+Modes:
+- `route`: every ATen call of the forward runs by Tessera's lowerings (`tessera.ops.call`, the
+  host path), views stay torch's (python/tools/model_routing.py).
+Per model and mode the status is `match` (ran, output within tolerance of torch CPU), `run`
+(ran, output differs) or `fail` (an op missing from Tessera's table, refused by it, or an
+error), with the first failing op. Models torch itself cannot build or run are `skip`.
+"""
+
+import argparse
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODES = ["route"]
+
+
+class Worker:
+    """A `python -m zoo.model` child fed model names one at a time (torch and transformers are
+    imported once, not per model); restarted after a crash or a timeout."""
+
+    def __init__(self, modes):
+        self.modes, self.proc = modes, None
+
+    def _start(self):
+        self.proc = subprocess.Popen([sys.executable, "-m", "zoo.model", "--modes", *self.modes],
+                                     cwd=os.path.dirname(HERE), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def run(self, name, timeout_s):
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        t = time.time()
+        self.proc.stdin.write(name + "\n")
+        self.proc.stdin.flush()
+        while True:
+            left = timeout_s - (time.time() - t)
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(left, 0))
+            if not ready:
+                self.stop()
+                return self._failed(name, f"timed out after {timeout_s} s", t)
+            line = self.proc.stdout.readline()
+            if not line:
+                code = self.proc.wait()
+                self.proc = None
+                return self._failed(name, f"the model's process died (exit {code})", t)
+            if line.startswith("ZOO "):
+                entry = json.loads(line[4:])
+                entry["seconds"] = round(time.time() - t, 1)
+                return entry
+
+    def _failed(self, name, why, t):
+        return {"name": name, "torch": "ok", "status": {m: "fail" for m in self.modes}, "error": why,
+                "seconds": round(time.time() - t, 1)}
+
+
+def summary(entries, modes):
+    """Per mode: how many ran / matched out of the architectures torch runs."""
+    built = [e for e in entries if e.get("torch") == "ok"]
+    out = {"architectures": len(entries), "torch_runs": len(built)}
+    for m in modes:
+        ran = sum(e["status"].get(m) in ("run", "match") for e in built)
+        match = sum(e["status"].get(m) == "match" for e in built)
+        out[m] = {"run": ran, "match": match,
+                  "run_pct": round(100 * ran / max(len(built), 1), 1),
+                  "match_pct": round(100 * match / max(len(built), 1), 1)}
+    return out
+
+
+def markdown(entries, modes, s):
+    lines = [f"# Tessera model zoo: {s['torch_runs']} architectures torch runs (of {s['architectures']})", ""]
+    for m in modes:
+        lines.append(f"- `{m}`: run {s[m]['run']} ({s[m]['run_pct']}%), match {s[m]['match']} ({s[m]['match_pct']}%)")
+    lines += ["", "| model | params | " + " | ".join(modes) + " | first failing op / error | s |",
+              "|---|---|" + "---|" * len(modes) + "---|---|"]
+    for e in entries:
+        why = e.get("first_failing_op") or e.get("error") or ""
+        lines.append(f"| {e['name']} | {e.get('params', '')} | " + " | ".join(e["status"].get(m, "") for m in modes)
+                     + f" | {str(why)[:120].replace('|', '/')} | {e.get('seconds', '')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    from zoo.catalog import catalog
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", nargs="*", help="substrings of model names (default: all)")
+    p.add_argument("--modes", nargs="*", default=MODES, choices=MODES)
+    p.add_argument("--timeout", type=int, default=900, help="seconds per model")
+    p.add_argument("--out", default=os.path.join(HERE, "report"))
+    a = p.parse_args()
+    names = [n for n in catalog() if not a.models or any(s in n for s in a.models)]
+    entries = []
+    worker = Worker(a.modes)
+    try:
+        for i, name in enumerate(names):
+            e = worker.run(name, a.timeout)
+            entries.append(e)
+            why = e.get("first_failing_op") or e.get("error") or (e.get("torch") if e.get("torch") != "ok" else "")
+            print(f"[{i + 1}/{len(names)}] {name}: {e['status']} {e['seconds']} s {why or ''}"[:240], flush=True)
+    finally:
+        worker.stop()
+    s = summary(entries, a.modes)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "zoo_report.json"), "w") as f:
+        json.dump({"summary": s, "models": entries}, f, indent=1)
+    with open(os.path.join(a.out, "zoo_report.md"), "w") as f:
+        f.write(markdown(entries, a.modes, s))
+    print(json.dumps(s))
+
+
+if __name__ == "__main__":
+    main()
