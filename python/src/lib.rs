@@ -3,6 +3,7 @@
 
 mod convert;
 mod dlpack;
+mod eager;
 mod kernel_library;
 mod kernel_ops;
 
@@ -209,6 +210,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_library::library_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_meta, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_run, m)?)?;
+    eager::register(m)?;
     m.add("TesseraError", py.get_type::<TesseraError>())?;
     m.add("UnknownOpError", py.get_type::<UnknownOpError>())?;
     m.add("ArgumentError", py.get_type::<ArgumentError>())?;
