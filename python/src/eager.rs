@@ -15,7 +15,7 @@ use tessera_ops::OpError;
 /// graph, or the error of the op that failed to make it.
 #[pyclass(frozen, unsendable, module = "tessera._native", name = "EagerTensor")]
 pub struct EagerTensor {
-    t: Tensor,
+    pub(crate) t: Tensor,
 }
 
 #[pymethods]
@@ -64,7 +64,7 @@ impl EagerTensor {
 
 /// The Python error for an eager error: the same classes as `tessera.ops.call`; reading a
 /// tensor whose op failed is a `DeviceError` naming that op.
-fn err(e: EagerError) -> PyErr {
+pub(crate) fn err(e: EagerError) -> PyErr {
     let msg = e.to_string();
     match &e {
         EagerError::Op { source, .. } => match &**source {

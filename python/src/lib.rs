@@ -1,6 +1,7 @@
 //! `tessera._native`: the Rust side of the Python package `tessera`. The user-facing API
 //! (`tessera.ops.call`, torch tensor conversion) is in `python/tessera/`.
 
+mod compiled;
 mod convert;
 mod dlpack;
 mod eager;
@@ -211,6 +212,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_library::library_meta, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_run, m)?)?;
     eager::register(m)?;
+    compiled::register(m)?;
     m.add("TesseraError", py.get_type::<TesseraError>())?;
     m.add("UnknownOpError", py.get_type::<UnknownOpError>())?;
     m.add("ArgumentError", py.get_type::<ArgumentError>())?;

@@ -76,6 +76,31 @@ def judge(got, want, want64):
     return ok, f"rel err {err32:.2e} vs torch f32, {err64:.2e} vs f64 (torch f32: {torch_err:.2e})"
 
 
+def compiled(entry, model, kw, want, want64):
+    """torch.compile(backend="tessera"): status, graph count and fallbacks into `entry`."""
+    import torch._dynamo
+    from tessera import compile as tc
+
+    tc.register()
+    torch._dynamo.reset()
+    before = tc.report()
+    try:
+        got = forward(torch.compile(model, backend="tessera"), kw)
+    except Exception as e:  # noqa: BLE001 - reported per model
+        entry["status"]["compiled"] = "fail"
+        entry["compiled_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        return
+    after = tc.report()
+    entry["compiled_graphs"] = after.get("graphs", 0) - before.get("graphs", 0)
+    fallbacks = {k: v - before["fallbacks"].get(k, 0) for k, v in after["fallbacks"].items()
+                 if v > before["fallbacks"].get(k, 0)}
+    if fallbacks:
+        entry["compiled_fallbacks"] = fallbacks
+    ok, detail = judge(got, want, want64)
+    entry["status"]["compiled"] = "match" if ok else "run"
+    entry["compiled_detail"] = detail
+
+
 def evaluate(name, modes):
     """The report entry of one model."""
     entry = {"name": name, "status": {}}
@@ -99,6 +124,9 @@ def evaluate(name, modes):
 
     table = {t["name"] for t in tops.table()}
     for mode in modes:
+        if mode == "compiled":
+            compiled(entry, model, kw, want, want64)
+            continue
         route = OrderedRoute(table, compare=True)
         try:
             got = forward(model, kw, route)

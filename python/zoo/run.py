@@ -6,6 +6,8 @@ the run), forward on torch CPU vs Tessera, per mode; writes zoo_report.json and 
 Modes:
 - `route`: every ATen call of the forward runs by Tessera's lowerings (`tessera.ops.call`, the
   host path), views stay torch's (python/tools/model_routing.py).
+- `compiled`: `torch.compile(model, backend="tessera")`: each graph one traced program
+  (python/tessera/compile.py); ops the table lacks fall back to torch CPU (reported).
 Per model and mode the status is `match` (ran, output within tolerance of torch CPU), `run`
 (ran, output differs) or `fail` (an op missing from Tessera's table, refused by it, or an
 error), with the first failing op. Models torch itself cannot build or run are `skip`.
@@ -20,7 +22,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODES = ["route"]
+MODES = ["route", "compiled"]
 
 
 class Worker:

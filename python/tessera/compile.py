@@ -1,0 +1,184 @@
+"""`torch.compile(model, backend="tessera")` (also `"tpu"`): AOTAutograd with PyTorch's core ATen
+decompositions splits the model into a forward and a backward graph of ATen ops, and each
+graph becomes ONE program of the eager runtime: its ops are traced once through the same
+lowerings the eager modes use (overrides first) and replayed on later calls without running
+Python per op (`tessera._native.CompiledFunction`).
+
+An op the table lacks runs on torch CPU (counted in `tessera.torch.metrics()["fallbacks"]`,
+warned once); the graph around it then runs as more than one program. Graph breaks are
+Dynamo's (`torch._dynamo.explain`); `report()` gives the graphs and programs compiled here.
+"""
+
+import operator
+import warnings
+from collections import Counter
+
+import torch
+
+from . import _native
+from .ops import _DTYPES, _IGNORED, _TORCH_DTYPES
+
+_counters = Counter()
+_fallbacks = Counter()
+
+
+def report():
+    """{graphs, programs_traced, calls, fallbacks: {op: count}} since the process started."""
+    return {**_counters, "fallbacks": dict(_fallbacks)}
+
+
+def _overload_name(func):
+    name = func._schema.name.split("::", 1)[1]
+    return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
+
+
+def _native_arg(v):
+    """An FX argument as `eager_call` takes it (tensors are EagerTensors already)."""
+    if isinstance(v, torch.dtype):
+        if v not in _DTYPES:
+            raise _native.UnsupportedError(f"dtype {v} is not supported by Tessera")
+        return _native.ScalarType(_DTYPES[v])
+    if isinstance(v, _IGNORED):
+        return None
+    if isinstance(v, torch.Size):
+        return list(v)
+    if isinstance(v, (list, tuple)):
+        return [_native_arg(x) for x in v]
+    if isinstance(v, torch.Tensor):
+        return _upload(v)
+    return v
+
+
+def _upload(t):
+    if t.dtype not in _DTYPES:
+        raise _native.UnsupportedError(f"dtype {t.dtype} is not supported by Tessera")
+    return _native.EagerTensor.upload(t.detach().contiguous().cpu())
+
+
+def _download(e):
+    dtype, shape, data = e.download()
+    dtype = _TORCH_DTYPES[dtype]
+    if len(data) == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+
+
+def _fallback(func, args, kwargs):
+    """Runs `func` on torch CPU (reading its device inputs: the trace is cut here)."""
+    name = _overload_name(func)
+    if not _fallbacks[name]:
+        warnings.warn(f"tessera: {name} is not lowered by Tessera; it runs on torch CPU", stacklevel=2)
+    _fallbacks[name] += 1
+
+    def host(v):
+        if isinstance(v, _native.EagerTensor):
+            return _download(v)
+        if isinstance(v, (list, tuple)):
+            return type(v)(host(x) for x in v)
+        return v
+
+    out = func(*host(args), **{k: host(v) for k, v in kwargs.items()})
+    return out
+
+
+class _Program:
+    """One FX graph as a traced program; inputs and outputs are torch CPU tensors."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        self.fn = _native.CompiledFunction(self._interpret)
+        # Per graph output: ("none",), ("input", i) (an input returned as it is), or
+        # ("program", k): the k-th result of the program.
+        self.plan = None
+        _counters["graphs"] += 1
+
+    def _interpret(self, inputs):
+        """The graph run op by op on eager tensors (only while tracing)."""
+        _counters["programs_traced"] += 1
+        env = {}
+        it = iter(enumerate(inputs))
+        placeholders = {}
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                placeholders[node], env[node] = next(it)
+            elif node.op == "get_attr":
+                env[node] = _upload(getattr(self.gm, node.target))
+            elif node.op == "call_function":
+                args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+                kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+                env[node] = self._call(node.target, args, kwargs)
+            elif node.op == "output":
+                outs = node.args[0]
+                outs = outs if isinstance(outs, (list, tuple)) else [outs]
+                self.plan, results = [], []
+                for o in outs:
+                    if o is None:
+                        self.plan.append(("none",))
+                    elif o in placeholders:
+                        self.plan.append(("input", placeholders[o]))
+                    else:
+                        self.plan.append(("program", len(results)))
+                        results.append(self._result(o, env[o]))
+                return results
+            else:
+                raise _native.UnsupportedError(f"tessera compile: FX node kind {node.op} ({node.target})")
+
+    def _result(self, node, v):
+        """A program result: a view (the forward's saved `t(weight)`, ...) is materialized,
+        since a traced program returns new buffers, not aliases of its inputs."""
+        if isinstance(v, torch.Tensor):
+            return _upload(v)
+        target = node.target if node.op == "call_function" else None
+        if isinstance(target, torch._ops.OpOverload) and any(
+                r.alias_info is not None for r in target._schema.returns):
+            return _native.eager_call("clone", [v], {})[0]
+        return v
+
+    def _call(self, target, args, kwargs):
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if not isinstance(target, torch._ops.OpOverload):
+            raise _native.UnsupportedError(f"tessera compile: {target} is not an ATen op")
+        name = _overload_name(target)
+        try:
+            outs = _native.eager_call(name, [_native_arg(a) for a in args],
+                                      {k: _native_arg(v) for k, v in kwargs.items()})
+        except _native.UnknownOpError:
+            out = _fallback(target, args, kwargs)
+            return out
+        return outs[0] if len(target._schema.returns) == 1 else tuple(outs)
+
+    def __call__(self, args):
+        _counters["calls"] += 1
+        outs = [_download(o) for o in self.fn([_native_arg(a) for a in args])]
+        res = [None if p[0] == "none" else args[p[1]] if p[0] == "input" else outs[p[1]] for p in self.plan]
+        args.clear()  # boxed calling convention: the caller's list is ours to free
+        return res
+
+
+def _compile_graph(gm, example_inputs):
+    program = _Program(gm)
+    program._boxed_call = True  # takes its arguments as one list (AOTAutograd's boxed convention)
+    return program
+
+
+def backend(gm, example_inputs):
+    """The torch.compile backend (registered as "tessera" and "tpu")."""
+    from torch._decomp import core_aten_decompositions
+    from torch._dynamo.backends.common import aot_autograd
+
+    decompositions = core_aten_decompositions()
+    # torch's decomposition of the CPU flash-attention forward returns the attention weights
+    # as its logsumexp, which the op's own backward then rejects; Tessera lowers the op and its
+    # backward as they are.
+    decompositions.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    return aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph,
+                        decompositions=decompositions)(gm, example_inputs)
+
+
+def register():
+    from torch._dynamo import list_backends, register_backend
+
+    for name in ("tessera", "tpu"):
+        if name not in list_backends(exclude_tags=()):
+            register_backend(backend, name=name)
