@@ -20,9 +20,11 @@ TORCH := torch==2.15.0
 # Real model code for python/tests/test_models.py (small configs, random weights, no downloads);
 # torchvision 0.29.2 is the newest on PyPI and runs its models' Python code on torch 2.15.
 MODEL_PACKAGES := torchvision==0.29.2 transformers==5.23.0
+# The zoo's timm models (python/zoo/catalog.py lists which); not needed by `make test`.
+ZOO_PACKAGES := timm==1.0.31
 SWEEP_JSON := $(TESSERA_CACHE_DIR)/ops-sweep.json
 
-.PHONY: setup sysdeps venv torch python plugin build demo test test-rust test-python ops-coverage models bench clean-cache
+.PHONY: setup sysdeps venv torch python plugin build demo test test-rust test-python ops-coverage models zoo bench clean-cache
 
 setup: sysdeps venv
 
@@ -84,6 +86,16 @@ ops-coverage: plugin python
 # Every model of python/tools/model_routing.py through Tessera's lowerings, with a report.
 models: plugin python
 	$(PY) python/tools/model_routing.py
+
+# The model zoo (python/zoo): every architecture's forward on torch CPU vs Tessera per mode,
+# each model in a restartable worker; writes python/zoo/report/zoo_report.{json,md}. Hours on
+# 2 cores (ZOO_ARGS="--models timm/ --modes compiled" narrows it).
+ZOO_ARGS ?=
+zoo: plugin python $(VENV)/.zoo
+	cd python && $(PY) -m zoo.run $(ZOO_ARGS)
+$(VENV)/.zoo: $(VENV)/.torch2
+	$(PY) -m pip install -q $(ZOO_PACKAGES)
+	touch $@
 
 bench: plugin
 	$(CARGO) bench --bench runtime --bench kernels

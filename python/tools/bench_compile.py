@@ -1,0 +1,171 @@
+"""torch.compile(backend="tessera") side by side, medians of repeated runs in one process:
+
+1. A training step (forward + backward, gradients of every weight) of a small pre-LN
+   transformer: Tessera compiled vs the same math in `jax.jit(jax.value_and_grad(..))` (the
+   same XLA compiler) vs torch eager on the CPU.
+2. Forward of zoo models: compiled (one program) vs op by op through Tessera's lowerings
+   (`tessera.ops.call` per ATen call, python/tools/model_routing.py) vs torch eager.
+
+    python python/tools/bench_compile.py [--iters 10] [--d 128] [--seq 64]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tessera import compile as tc  # noqa: E402
+
+tc.register()
+
+
+def median_s(fn, iters, warmup=2):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.o = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.w1, self.w2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        s, d = x.shape[-2:]
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, -1)
+        q, k, v = (t.reshape(-1, s, h, d // h).transpose(1, 2) for t in (q, k, v))
+        a = ((q @ k.transpose(-1, -2)) * (d // h) ** -0.5).softmax(-1) @ v
+        x = x + self.o(a.transpose(1, 2).reshape(-1, s, d))
+        return x + self.w2(torch.nn.functional.gelu(self.w1(self.ln2(x)), approximate="tanh"))
+
+
+def jax_step(model, d, heads):
+    """The same two blocks and loss in JAX, on the torch model's weights."""
+    import jax
+    import jax.numpy as jnp
+
+    params = {k: jnp.asarray(v.detach().numpy()) for k, v in model.state_dict().items()}
+
+    def ln(x, w, b):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / jnp.sqrt(v + 1e-5) * w + b
+
+    def lin(x, p, name):
+        return x @ p[f"{name}.weight"].T + p[f"{name}.bias"]
+
+    def block(x, p, i):
+        q = lambda n: {k[len(f"{i}.{n}."):]: v for k, v in p.items() if k.startswith(f"{i}.{n}.")}
+        s = x.shape[-2]
+        qkv = lin(ln(x, p[f"{i}.ln1.weight"], p[f"{i}.ln1.bias"]), {f"qkv.{k}": v for k, v in q("qkv").items()}, "qkv")
+        qq, kk, vv = (t.reshape(-1, s, heads, d // heads).transpose(0, 2, 1, 3) for t in jnp.split(qkv, 3, -1))
+        a = jax.nn.softmax((qq @ kk.transpose(0, 1, 3, 2)) * (d // heads) ** -0.5, -1) @ vv
+        x = x + lin(a.transpose(0, 2, 1, 3).reshape(-1, s, d), {f"o.{k}": v for k, v in q("o").items()}, "o")
+        h = jax.nn.gelu(lin(ln(x, p[f"{i}.ln2.weight"], p[f"{i}.ln2.bias"]),
+                            {f"w1.{k}": v for k, v in q("w1").items()}, "w1"), approximate=True)
+        return x + lin(h, {f"w2.{k}": v for k, v in q("w2").items()}, "w2")
+
+    def loss(p, x):
+        return (block(block(x, p, 0), p, 1) ** 2).mean()
+
+    return jax.jit(jax.value_and_grad(loss)), params
+
+
+def training(args):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Block(args.d, 4), Block(args.d, 4))
+    x = torch.randn(4, args.seq, args.d)
+    compiled = torch.compile(model, backend="tessera")
+
+    def step(m):
+        def run():
+            model.zero_grad(set_to_none=True)
+            loss = m(x).square().mean()
+            loss.backward()
+            return loss.item(), [p.grad for p in model.parameters()]
+        return run
+
+    ref_loss, ref_grads = step(model)()
+    got_loss, got_grads = step(compiled)()
+    assert abs(got_loss - ref_loss) <= 1e-4 * abs(ref_loss), (got_loss, ref_loss)
+    fn, params = jax_step(model, args.d, 4)
+    xj = np.asarray(x.numpy())
+    jl, _ = fn(params, xj)
+    assert abs(float(jl) - ref_loss) <= 1e-4 * abs(ref_loss), (float(jl), ref_loss)
+
+    def jax_run():
+        loss, grads = fn(params, xj)
+        loss.block_until_ready()
+        for g in grads.values():
+            g.block_until_ready()
+
+    t_tessera = median_s(step(compiled), args.iters)
+    t_jax = median_s(jax_run, args.iters)
+    t_torch = median_s(step(model), args.iters)
+    print(f"training step, 2 blocks d={args.d} seq={args.seq} batch 4 (median of {args.iters}):")
+    print(f"  tessera compiled {t_tessera * 1e3:8.2f} ms | jax.jit {t_jax * 1e3:8.2f} ms | torch eager "
+          f"{t_torch * 1e3:8.2f} ms")
+    print(f"  jax.jit / tessera = {t_jax / t_tessera:.2f}x (>= 1.0: Tessera as fast);"
+          f" torch eager / tessera = {t_torch / t_tessera:.2f}x")
+
+
+def zoo_forward(args):
+    import model_routing
+    from zoo.catalog import catalog
+
+    cat = catalog()
+    table = {t["name"] for t in __import__("tessera").ops.table()}
+    print(f"forward, median of {args.iters}: compiled vs op by op (tessera.ops.call) vs torch eager")
+    for name in args.models:
+        torch.manual_seed(0)
+        model, kw = cat[name][1]()
+        model = model_routing.no_dropout(model).eval()
+        torch._dynamo.reset()
+        cm = torch.compile(model, backend="tessera")
+
+        def fwd(m, route=None):
+            def run():
+                with torch.no_grad():
+                    if route is None:
+                        return m(**kw)
+                    with route:
+                        return m(**kw)
+            return run
+
+        t_c = median_s(fwd(cm), args.iters)
+        t_r = median_s(fwd(model, model_routing.Route(table)), max(args.iters // 3, 2), warmup=1)
+        t_t = median_s(fwd(model), args.iters)
+        print(f"  {name:28} compiled {t_c * 1e3:9.2f} ms | op by op {t_r * 1e3:9.2f} ms | torch {t_t * 1e3:8.2f} ms"
+              f" | op-by-op/compiled {t_r / t_c:6.1f}x | torch/compiled {t_t / t_c:5.2f}x")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--d", type=int, default=128)
+    p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--models", nargs="*", default=["classic/mlp", "torchvision/resnet18", "transformers/bert"])
+    args = p.parse_args()
+    warnings.filterwarnings("ignore")
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    training(args)
+    zoo_forward(args)
+
+
+if __name__ == "__main__":
+    main()
