@@ -13,7 +13,7 @@ use tessera_ops::OpError;
 
 /// A tensor of the eager runtime: a device buffer, a pending value of this thread's deferred
 /// graph, or the error of the op that failed to make it.
-#[pyclass(frozen, unsendable, module = "tessera._native", name = "EagerTensor")]
+#[pyclass(frozen, module = "tessera._native", name = "EagerTensor")]
 pub struct EagerTensor {
     t: Tensor,
 }
