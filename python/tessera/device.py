@@ -67,14 +67,19 @@ device = torch.device(_NAME, 0)
 class _Storage:
     """One contiguous eager tensor shared by a base tensor and its views."""
 
-    __slots__ = ("value", "numel", "dtype", "error", "__weakref__")
+    __slots__ = ("value", "shape", "numel", "dtype", "error", "__weakref__")
 
     def __init__(self, value, numel, dtype, error=None):
-        self.value = value  # EagerTensor, contiguous, numel elements (any shape)
+        self.put(value)
         self.numel = numel
         self.dtype = dtype
         # Why there is no value (the op that should have made it failed on autograd's thread).
         self.error = error
+
+    def put(self, value):
+        """Replaces the value (an in-place write): every tensor over this storage sees it."""
+        self.value = value  # EagerTensor, contiguous, numel elements (any shape)
+        self.shape = None if value is None else tuple(value.shape)
 
 
 class TpuTensor(torch.Tensor):
@@ -94,6 +99,14 @@ class TpuTensor(torch.Tensor):
             requires_grad=requires_grad,
         )
         t._storage_ = storage
+        # Computed once: whether the tensor is its whole storage, contiguous (then its value is
+        # the storage's value), and its shape as the storage's value shape is kept.
+        t._shape = tuple(size)
+        t._full = (
+            offset == 0
+            and list(stride) == _contiguous_strides(t._shape)
+            and t.numel() == storage.numel
+        )
         return t
 
     __torch_function__ = torch._C._disabled_torch_function_impl
@@ -127,15 +140,13 @@ def _contiguous_strides(size):
 
 
 def _covers(t):
-    """Whether `t` is its whole storage, contiguous (then its value is the storage itself)."""
-    return (
-        t.storage_offset() == 0 and t.numel() == t._storage_.numel and t.is_contiguous()
-    )
+    """Whether `t` is its whole storage, contiguous (then its value is the storage's value)."""
+    return t._full
 
 
 def _call(op, args, kwargs=None):
     _counts["device_ops"] += 1
-    return _native.eager_call(op, list(args), kwargs or {})
+    return _native.eager_call(op, args, kwargs or {})
 
 
 def _value(t):
@@ -143,13 +154,12 @@ def _value(t):
     s = t._storage_
     if s.error is not None:
         raise _native.DeviceError(s.error)
-    shape = list(t.shape)
-    if _covers(t):
-        if s.value.shape == shape:
+    if t._full:
+        if s.shape == t._shape:
             return s.value
-        return _call("aten::view", [s.value, shape])[0]
-    flat = s.value if len(s.value.shape) == 1 else _call("aten::view", [s.value, [-1]])[0]
-    return _call("aten::as_strided", [flat, shape, list(t.stride()), t.storage_offset()])[0]
+        return _call("aten::view", [s.value, list(t._shape)])[0]
+    flat = s.value if len(s.shape) == 1 else _call("aten::view", [s.value, [-1]])[0]
+    return _call("aten::as_strided", [flat, list(t._shape), list(t.stride()), t.storage_offset()])[0]
 
 
 _INDEX_CACHE = {}
@@ -171,12 +181,12 @@ def _flat_index(t):
 def _write(t, value):
     """Makes device tensor `t` hold eager value `value` (same shape), through its storage."""
     s = t._storage_
-    if _covers(t):
-        s.value = value
+    if t._full:
+        s.put(value)
         return
-    flat = s.value if len(s.value.shape) == 1 else _call("aten::view", [s.value, [-1]])[0]
+    flat = s.value if len(s.shape) == 1 else _call("aten::view", [s.value, [-1]])[0]
     src = _call("aten::reshape", [value, [-1]])[0]
-    s.value = _call("aten::index_put", [flat, [_flat_index(t)], src])[0]
+    s.put(_call("aten::index_put", [flat, [_flat_index(t)], src])[0])
 
 
 def _upload(cpu):
@@ -295,12 +305,13 @@ def _patch_autograd():
 class _Schema:
     """What dispatch needs from an op's schema, computed once per overload."""
 
-    __slots__ = ("name", "view", "writes", "returns_written")
+    __slots__ = ("name", "qualified", "view", "writes", "returns_written")
 
     def __init__(self, func):
         s = func._schema
         # `add.Tensor` (the schema's name carries the `aten::` namespace).
         self.name = s.name.split("::")[-1] + ("." + s.overload_name if s.overload_name else "")
+        self.qualified = "aten::" + self.name
         self.view = any(
             r.alias_info is not None and not r.alias_info.is_write for r in s.returns
         )
@@ -330,31 +341,32 @@ def _schema(func):
     return sch
 
 
-def _flat_tensors(args, kwargs):
-    out = []
-
-    def visit(v):
-        if isinstance(v, torch.Tensor):
-            out.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                visit(x)
-
-    for a in args:
-        visit(a)
-    for a in kwargs.values():
-        visit(a)
-    return out
+# Helpers are module-level functions, not nested recursive closures: a closure that calls
+# itself is a reference cycle, which kept every op's arguments alive until the cycle
+# collector ran (and so kept deferred results live, changing the fused program each flush).
 
 
-def _check_devices(func, tensors):
-    """PyTorch's rule: one device per op, except CPU scalars (0-dim)."""
-    for t in tensors:
-        if not isinstance(t, TpuTensor) and t.device.type != "meta" and t.dim() != 0:
+def _tree_map(fn, v):
+    """`fn` applied to the leaves of nested lists/tuples."""
+    if isinstance(v, (list, tuple)):
+        return type(v)(_tree_map(fn, x) for x in v)
+    return fn(v)
+
+
+def _check_arg(func, v):
+    """PyTorch's rule: one device per op, except CPU scalars (0-dim); and a dtype Tessera has.
+    (A device tensor's dtype was checked when it was made.)"""
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            _check_arg(func, x)
+    elif isinstance(v, torch.Tensor) and not isinstance(v, TpuTensor):
+        if v.dim() != 0:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two "
-                f"devices, {device} and {t.device}! (when checking arguments for {func})"
+                f"devices, {device} and {v.device}! (when checking arguments for {func})"
             )
+        if v.dtype not in _DTYPES or v.dtype.is_complex:
+            raise TypeError(f"tpu: dtype {v.dtype} is not supported by Tessera ({func})")
 
 
 def _on_autograd_thread():
@@ -382,11 +394,9 @@ def _failed(func, args, kwargs, error):
     def to_meta(v):
         if isinstance(v, torch.Tensor):
             return _meta(v) if isinstance(v, TpuTensor) else v.to("meta")
-        if isinstance(v, (list, tuple)):
-            return type(v)(to_meta(x) for x in v)
         return v
 
-    out = func(*[to_meta(a) for a in args], **{k: to_meta(v) for k, v in kwargs.items()})
+    out = func(*_tree_map(to_meta, list(args)), **{k: _tree_map(to_meta, v) for k, v in kwargs.items()})
     for i, name in _schema(func).writes:
         target = kwargs[name] if name in kwargs else args[i] if i < len(args) else None
         if isinstance(target, TpuTensor):
@@ -396,11 +406,9 @@ def _failed(func, args, kwargs, error):
         if isinstance(m, torch.Tensor):
             s = _Storage(None, m.numel(), m.dtype, message)
             return TpuTensor(s, m.shape, _contiguous_strides(list(m.shape)), 0)
-        if isinstance(m, (list, tuple)):
-            return type(m)(back(x) for x in m)
         return m
 
-    return back(out)
+    return _tree_map(back, out)
 
 
 def _dispatch_op(func, args, kwargs):
@@ -408,12 +416,13 @@ def _dispatch_op(func, args, kwargs):
     special = _SPECIAL.get(func)
     if special is not None:
         return special(func, args, kwargs)
-    sch = _schema(func)
-    tensors = _flat_tensors(args, kwargs)
-    _check_devices(func, tensors)
-    for t in tensors:
-        if t.dtype not in _DTYPES or t.dtype.is_complex:
-            raise TypeError(f"tpu: dtype {t.dtype} is not supported by Tessera ({func})")
+    sch = _SCHEMAS.get(func) or _schema(func)
+    for a in args:
+        if type(a) is not TpuTensor:
+            _check_arg(func, a)
+    for a in kwargs.values():
+        if type(a) is not TpuTensor:
+            _check_arg(func, a)
     _counts["ops"] += 1
     if sch.view:
         return _view(func, args, kwargs)
@@ -434,12 +443,10 @@ def _view(func, args, kwargs):
         if isinstance(v, TpuTensor):
             storages.append(v._storage_)
             return _meta(v)
-        if isinstance(v, (list, tuple)):
-            return type(v)(to_meta(x) for x in v)
         return v
 
-    margs = [to_meta(a) for a in args]
-    mkw = {k: to_meta(v) for k, v in kwargs.items()}
+    margs = _tree_map(to_meta, list(args))
+    mkw = {k: _tree_map(to_meta, v) for k, v in kwargs.items()}
     out = func(*margs, **mkw)
     s = storages[0]
 
@@ -448,14 +455,17 @@ def _view(func, args, kwargs):
             if m.dtype != s.dtype:
                 raise NotImplementedError(f"tpu: {func} reinterprets {s.dtype} as {m.dtype}")
             return TpuTensor(s, m.shape, m.stride(), m.storage_offset())
-        if isinstance(m, (list, tuple)):
-            return type(m)(back(x) for x in m)
         return m
 
-    return back(out)
+    return _tree_map(back, out)
 
 
 def _native_arg(v):
+    tv = type(v)
+    if tv is TpuTensor:
+        return _value(v)
+    if tv is int or tv is float or tv is bool or v is None:
+        return v
     if isinstance(v, TpuTensor):
         return _value(v)
     if isinstance(v, torch.Tensor):  # a CPU scalar
@@ -491,7 +501,7 @@ def _run(func, sch, args, kwargs):
     nargs = [_native_arg(a) for a in args]
     nkw = {k: _native_arg(v) for k, v in kwargs.items()}
     try:
-        outs = _call("aten::" + sch.name, nargs, nkw)
+        outs = _call(sch.qualified, nargs, nkw)
     except _FALLBACK_ERRORS as e:
         return _fallback(func, sch, args, kwargs, e)
     # Written arguments: the eager runtime wrote into the values passed; a tensor that is not
@@ -533,14 +543,12 @@ def _fallback(func, sch, args, kwargs, error):
                 cpu_storages[id(s)] = (s, _storage_cpu(s))
             flat = cpu_storages[id(s)][1]
             return flat.as_strided(v.shape, v.stride(), v.storage_offset())
-        if isinstance(v, (list, tuple)):
-            return type(v)(to_cpu(x) for x in v)
         if isinstance(v, torch.device):
             return torch.device("cpu")
         return v
 
-    cargs = [to_cpu(a) for a in args]
-    ckw = {k: to_cpu(v) for k, v in kwargs.items()}
+    cargs = _tree_map(to_cpu, list(args))
+    ckw = {k: _tree_map(to_cpu, v) for k, v in kwargs.items()}
     out = func(*cargs, **ckw)
     with _lock:
         _fallbacks[sch.name] += 1
@@ -562,7 +570,7 @@ def _fallback(func, sch, args, kwargs, error):
                 written.add(id(t._storage_))
     for key in written:
         s, flat = cpu_storages[key]
-        s.value = _upload(flat)
+        s.put(_upload(flat))
 
     results = out if isinstance(out, tuple) else (out,)
     final = []
