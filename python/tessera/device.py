@@ -88,7 +88,7 @@ class TpuTensor(torch.Tensor):
     _storage_: _Storage
 
     @staticmethod
-    def __new__(cls, storage, size, stride, offset, requires_grad=False):
+    def __new__(cls, storage, size, stride, offset, requires_grad=False, full=None):
         t = torch.Tensor._make_wrapper_subclass(
             cls,
             size,
@@ -102,11 +102,13 @@ class TpuTensor(torch.Tensor):
         # Computed once: whether the tensor is its whole storage, contiguous (then its value is
         # the storage's value), and its shape as the storage's value shape is kept.
         t._shape = tuple(size)
-        t._full = (
-            offset == 0
-            and list(stride) == _contiguous_strides(t._shape)
-            and t.numel() == storage.numel
-        )
+        if full is None:
+            full = (
+                offset == 0
+                and list(stride) == _contiguous_strides(t._shape)
+                and t.numel() == storage.numel
+            )
+        t._full = full
         return t
 
     __torch_function__ = torch._C._disabled_torch_function_impl
@@ -214,7 +216,7 @@ def _wrap(value, requires_grad=False):
     for d in size:
         n *= d
     s = _Storage(value, n, _TORCH_DTYPES[value.dtype])
-    return TpuTensor(s, size, _contiguous_strides(size), 0, requires_grad)
+    return TpuTensor(s, size, _contiguous_strides(size), 0, requires_grad, True)
 
 
 def _download(value):
@@ -353,6 +355,15 @@ def _tree_map(fn, v):
     return fn(v)
 
 
+# Ops that take CPU index tensors with device tensors, as torch does for CUDA.
+_CPU_INDICES_OK = {
+    aten.index.Tensor,
+    aten.index_put.default,
+    aten.index_put_.default,
+    aten._index_put_impl_.default,
+}
+
+
 def _check_arg(func, v):
     """PyTorch's rule: one device per op, except CPU scalars (0-dim); and a dtype Tessera has.
     (A device tensor's dtype was checked when it was made.)"""
@@ -418,7 +429,7 @@ def _dispatch_op(func, args, kwargs):
         return special(func, args, kwargs)
     sch = _SCHEMAS.get(func) or _schema(func)
     for a in args:
-        if type(a) is not TpuTensor:
+        if type(a) is not TpuTensor and (func not in _CPU_INDICES_OK or not isinstance(a, list)):
             _check_arg(func, a)
     for a in kwargs.values():
         if type(a) is not TpuTensor:
@@ -504,6 +515,10 @@ def _run(func, sch, args, kwargs):
         outs = _call(sch.qualified, nargs, nkw)
     except _FALLBACK_ERRORS as e:
         return _fallback(func, sch, args, kwargs, e)
+    if not sch.writes:
+        if len(outs) == 1:
+            return _from_native(outs[0])
+        return tuple(_from_native(o) for o in outs)
     # Written arguments: the eager runtime wrote into the values passed; a tensor that is not
     # its whole storage gets the value written back into the storage.
     for i, name in sch.writes:

@@ -258,3 +258,37 @@ def test_eager_modes_count(mode):
     close(y, torch.full((4,), 6.0))
     if mode == "defer":
         assert td.metrics()["eager"][mode]["flushes"] >= 1
+
+
+def test_cpu_index_tensors_are_allowed():
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(5, 3, generator=g)
+    idx = torch.tensor([4, 0, 2])
+    close(x.to("tpu")[idx], x[idx])
+    d, c = x.to("tpu"), x.clone()
+    d[idx] = 1.0
+    c[idx] = 1.0
+    close(d, c)
+
+
+@pytest.mark.parametrize(
+    "env,want", [("TESSERA_LAUNCH_BLOCKING", "debug"), ("TESSERA_DEFER_AND_FUSE", "defer")]
+)
+def test_environment_selects_the_mode(env, want):
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, tessera.torch as tt; x = torch.ones(3).to('tpu');"
+        "print(tt.mode(), ((x + 1) * 2).cpu().tolist())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, env: "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == want and "[4.0, 4.0, 4.0]" in out.stdout

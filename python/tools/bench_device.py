@@ -5,7 +5,9 @@
 For a 4-element float32 add (where the op's own work is negligible, so the time is the
 dispatch path), prints the median per-op time of: torch eager on CPU, `tessera.ops.call` on CPU
 tensors (copies in and out every op), and the tpu device in Strict (each op launched) and
-DeferAndFuse (ops recorded, one fused program per sync) — with the ratio to torch eager. A
+DeferAndFuse (ops recorded, one fused program per sync) — with the ratio to torch eager; and the
+floor of any `__torch_dispatch__` device (a wrapper subclass running ops on an inner CPU
+tensor: torch's Python dispatch alone). A
 chain of `n` adds is issued, then one sync point (`.cpu()`), so deferred work is included.
 """
 
@@ -45,6 +47,32 @@ def ops_call(n):
     return x
 
 
+class Floor(torch.Tensor):
+    """The least a `__torch_dispatch__` device costs: a wrapper subclass over a CPU tensor
+    that runs each op on its inner tensor (torch's Python dispatch, nothing else)."""
+
+    @staticmethod
+    def __new__(cls, inner):
+        t = torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype)
+        t.inner = inner
+        return t
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        args = [a.inner if isinstance(a, Floor) else a for a in args]
+        return Floor(func(*args, **(kwargs or {})))
+
+
+def floor_chain(n):
+    x = Floor(torch.ones(4))
+    y = Floor(torch.ones(4))
+    for _ in range(n):
+        x = x + y
+    return x.inner
+
+
 def device_chain(n):
     x = torch.ones(4).to("tpu")
     y = torch.ones(4).to("tpu")
@@ -60,6 +88,7 @@ def main():
     a = p.parse_args()
     base = per_op(torch_cpu, a.n, a.repeats)
     rows = [("torch eager (CPU)", base)]
+    rows.append(("__torch_dispatch__ floor (CPU inner)", per_op(floor_chain, a.n, a.repeats)))
     rows.append(("tessera.ops.call (CPU tensors)", per_op(ops_call, max(a.n // 10, 50), a.repeats)))
     for mode in ("strict", "defer"):
         td.set_mode(mode)
