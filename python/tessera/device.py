@@ -437,6 +437,9 @@ def _dispatch_op(func, args, kwargs):
     _counts["ops"] += 1
     if sch.view:
         return _view(func, args, kwargs)
+    rewrite = _REWRITES.get(func)
+    if rewrite is not None:
+        return rewrite(func, args, kwargs)
     return _run(func, sch, args, kwargs)
 
 
@@ -659,6 +662,37 @@ def _factory(func, args, kwargs):
     return _empty_memory_format(*args, **kwargs)
 
 
+def _addc(func, args, kwargs):
+    """`addcdiv`/`addcmul` with a float `value` (Adam's step size changes every step) as
+    `self + (value * t1) / t2`, the order torch's CPU kernel computes in, so the value is a
+    device input (see the eager runtime's scalar lifting) rather than a constant that
+    recompiles DeferAndFuse's program every step."""
+    value = kwargs.get("value", args[3] if len(args) > 3 else 1)
+    self, t1, t2 = args[:3]
+    if (
+        type(value) is not float
+        or value == 1.0
+        or not all(type(t) is TpuTensor and t.dtype in (torch.float32, torch.float64)
+                   for t in (self, t1, t2))
+        or not self.dtype == t1.dtype == t2.dtype
+    ):
+        return _run(func, _schema(func), args, kwargs)
+    combine = aten.div.Tensor if func in (aten.addcdiv.default, aten.addcdiv_.default) else aten.mul.Tensor
+    r = combine(aten.mul.Tensor(t1, value), t2)
+    if func in (aten.addcdiv_.default, aten.addcmul_.default):
+        return aten.add_.Tensor(self, r)
+    return aten.add.Tensor(self, r)
+
+
+# Ops run as other ops (after the device and dtype checks).
+_REWRITES = {
+    aten.addcdiv.default: _addc,
+    aten.addcdiv_.default: _addc,
+    aten.addcmul.default: _addc,
+    aten.addcmul_.default: _addc,
+}
+
+# Ops with device semantics of their own (moves, copies across devices, factories).
 _SPECIAL = {
     aten._to_copy.default: _to_copy,
     aten.copy_.default: _copy_,

@@ -292,3 +292,54 @@ def test_environment_selects_the_mode(env, want):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[0] == want and "[4.0, 4.0, 4.0]" in out.stdout
+
+
+class TinyTransformer(torch.nn.Module):
+    def __init__(self, vocab=32, width=16):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, width)
+        self.enc = torch.nn.TransformerEncoderLayer(
+            width, 2, 2 * width, dropout=0.0, batch_first=True
+        )
+        self.head = torch.nn.Linear(width, vocab)
+
+    def forward(self, tokens):
+        return self.head(self.enc(self.emb(tokens)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_transformer_adamw_follows_cpu_loss_curve(mode):
+    """20 AdamW steps of a small transformer (embedding, attention, layer norm, cross
+    entropy) on the device follow the CPU loss curve; in DeferAndFuse the steady-state steps
+    reuse their fused programs (no compile after the first steps)."""
+    td.set_mode(mode)
+    torch.manual_seed(10)
+    cpu = TinyTransformer()
+    dev = TinyTransformer()
+    dev.load_state_dict(cpu.state_dict())
+    dev.to("tpu")
+    g = torch.Generator().manual_seed(11)
+    tok = torch.randint(0, 32, (4, 8), generator=g)
+    tgt = torch.randint(0, 32, (4, 8), generator=g)
+
+    def train(model, tok, tgt):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        losses, compiles = [], []
+        for _ in range(20):
+            opt.zero_grad()
+            out = model(tok).reshape(-1, 32)
+            loss = torch.nn.functional.cross_entropy(out, tgt.reshape(-1))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            compiles.append(td.metrics()["compiles"])
+        return losses, compiles
+
+    want, _ = train(cpu, tok, tgt)
+    td.reset_metrics()
+    got, compiles = train(dev, tok.to("tpu"), tgt.to("tpu"))
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-4, atol=1e-5)
+    assert got[-1] < 0.6 * got[0]
+    assert td.metrics()["fallbacks"] == {}
+    if mode == "defer":
+        assert compiles[-1] == compiles[4], compiles
