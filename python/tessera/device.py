@@ -117,6 +117,31 @@ class TpuTensor(torch.Tensor):
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs or {})
 
+    def __reduce_ex__(self, protocol):
+        # Pickled as torch pickles PrivateUse1 tensors without storage: a CPU copy moved back
+        # to the device on load (a function `torch.load(weights_only=True)` allows).
+        return (
+            torch._utils._rebuild_device_tensor_from_cpu_tensor,
+            (_to_cpu(self), self.dtype, str(self.device), self.requires_grad),
+        )
+
+    def tolist(self):
+        """The values as nested Python lists (a sync point)."""
+        return _to_cpu(self).tolist()
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            new = self.clone()
+        new.requires_grad_(self.requires_grad)
+        if getattr(self, "_is_param", False):
+            new._is_param = True
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
     def __repr__(self, *, tensor_contents=None):
         cpu = _to_cpu(self)
         body = repr(cpu)

@@ -343,3 +343,34 @@ def test_transformer_adamw_follows_cpu_loss_curve(mode):
     assert td.metrics()["fallbacks"] == {}
     if mode == "defer":
         assert compiles[-1] == compiles[4], compiles
+
+
+def test_state_dict_save_load_deepcopy_and_seeded_factories():
+    import copy
+    import io
+
+    torch.manual_seed(12)
+    m = torch.nn.Linear(3, 2).to("tpu")
+    buf = io.BytesIO()
+    torch.save(m.state_dict(), buf)
+    buf.seek(0)
+    loaded = torch.load(buf)  # weights_only: torch's own rebuild function
+    for k, v in m.state_dict().items():
+        assert loaded[k].device.type == "tpu"
+        assert torch.equal(loaded[k].cpu(), v.cpu())
+    twin = copy.deepcopy(m)
+    assert twin.weight.device.type == "tpu" and isinstance(twin.weight, torch.nn.Parameter)
+    assert not twin.weight._storage_ is m.weight._storage_
+    assert torch.equal(twin.weight.cpu(), m.weight.cpu())
+    cpu = torch.nn.Linear(3, 2)
+    cpu.load_state_dict(m.state_dict())
+    assert torch.equal(cpu.weight, m.weight.cpu())
+    assert m.weight.tolist() == m.weight.cpu().tolist()
+    # Random factories draw from torch's CPU generator (a counted fallback), so a seed gives
+    # the CPU's numbers.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(13)
+        a = torch.randn(5, device="tpu")
+    torch.manual_seed(13)
+    assert torch.equal(a.cpu(), torch.randn(5))
