@@ -48,6 +48,8 @@ def test_round_trip_and_device_spellings():
     # Sync points.
     assert x.to("tpu")[1, 2].item() == x[1, 2].item()
     assert "device='tpu:0'" in repr(x.to("tpu"))
+    assert torch.tpu.device_count() == 1
+    torch.tpu.synchronize()
 
 
 def test_elementwise_matmul_softmax_layer_norm():
