@@ -369,7 +369,7 @@ def _patch_autograd():
 class _Schema:
     """What dispatch needs from an op's schema, computed once per overload."""
 
-    __slots__ = ("name", "qualified", "view", "writes", "returns_written")
+    __slots__ = ("name", "qualified", "view", "writes", "outs", "returns_written")
 
     def __init__(self, func):
         s = func._schema
@@ -382,6 +382,11 @@ class _Schema:
         self.writes = [
             (i, a.name) for i, a in enumerate(s.arguments)
             if a.alias_info is not None and a.alias_info.is_write
+        ]
+        # `out=` arguments (keyword-only written ones; in-place ops write `self`).
+        self.outs = [
+            a.name for a in s.arguments
+            if a.alias_info is not None and a.alias_info.is_write and a.kwarg_only
         ]
         # For each return, the argument it is (in-place and out= overloads), or None.
         sets = {
@@ -573,7 +578,37 @@ def _from_native(v):
 _FALLBACK_ERRORS = (_native.UnknownOpError, _native.UnsupportedError, _native.ArgumentError)
 
 
+def _check_out_shapes(func, sch, args, kwargs):
+    """An `out=` tensor must already have the result's shape (a device tensor is not
+    resized); the result shapes come from the op's meta kernel."""
+
+    def to_meta(v):
+        if isinstance(v, torch.Tensor):
+            return _meta(v) if isinstance(v, TpuTensor) else v.to("meta")
+        return v
+
+    margs = _tree_map(to_meta, list(args))
+    mkw = {k: _tree_map(to_meta, v) for k, v in kwargs.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "resized a non-empty out tensor"
+        func(*margs, **mkw)
+    for name in sch.outs:
+        for t, m in zip(_leaves(kwargs.get(name)), _leaves(mkw.get(name))):
+            if isinstance(t, TpuTensor) and t.shape != m.shape:
+                raise RuntimeError(
+                    f"tpu: {func} would resize its out= tensor `{name}` from {list(t.shape)} "
+                    f"to {list(m.shape)}; a device tensor is not resized: pass one of the "
+                    f"result's shape"
+                )
+
+
+def _leaves(v):
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
 def _run(func, sch, args, kwargs):
+    if sch.outs:
+        _check_out_shapes(func, sch, args, kwargs)
     nargs = [_native_arg(a) for a in args]
     nkw = {k: _native_arg(v) for k, v in kwargs.items()}
     try:
@@ -609,6 +644,20 @@ def _single(results):
     return tuple(results)
 
 
+def _count_fallback(name, why):
+    """Counts a fallback of op `name`; warns the first time."""
+    with _lock:
+        _fallbacks[name] += 1
+        first = name not in _warned
+        _warned.add(name)
+    if first:
+        warnings.warn(
+            f"tessera: aten::{name} runs on torch CPU (copies to and from the tpu device): {why}",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+
 def _fallback(func, sch, args, kwargs, error):
     """Runs `func` on torch CPU: inputs copied out (views over a CPU copy of their storage),
     written storages copied back, results uploaded. Warned once per op and counted. Where torch
@@ -630,17 +679,7 @@ def _fallback(func, sch, args, kwargs, error):
     cargs = _tree_map(to_cpu, list(args))
     ckw = {k: _tree_map(to_cpu, v) for k, v in kwargs.items()}
     out = func(*cargs, **ckw)
-    with _lock:
-        _fallbacks[sch.name] += 1
-        first = sch.name not in _warned
-        _warned.add(sch.name)
-    if first:
-        warnings.warn(
-            f"tessera: aten::{sch.name} runs on torch CPU (copies to and from the tpu device): "
-            f"{str(error).splitlines()[0]}",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+    _count_fallback(sch.name, str(error).splitlines()[0])
     written = set()
     for i, name in sch.writes:
         target = kwargs[name] if name in kwargs else args[i] if i < len(args) else None
@@ -706,6 +745,16 @@ def _copy_(func, args, kwargs):
     return _run(func, _schema(func), args, kwargs)
 
 
+def _resize_(func, args, kwargs):
+    x, size = args[0], list(args[1])
+    if isinstance(x, TpuTensor) and list(x.shape) != size:
+        raise RuntimeError(
+            f"tpu: resizing a device tensor from {list(x.shape)} to {size} is not supported "
+            f"(an out= tensor must have the result's shape)"
+        )
+    return x
+
+
 def _local_scalar_dense(func, args, kwargs):
     return _to_cpu(args[0]).item()
 
@@ -759,6 +808,7 @@ _SPECIAL = {
     aten._to_copy.default: _to_copy,
     aten.copy_.default: _copy_,
     aten._local_scalar_dense.default: _local_scalar_dense,
+    aten.resize_.default: _resize_,
     aten.new_empty.default: _new_empty,
     aten.new_empty_strided.default: _new_empty_strided,
     aten.empty.memory_format: _factory,
@@ -827,12 +877,48 @@ def reset_warnings():
     _warned.clear()
 
 
+# Factories whose torch kernels fill an `out=` tensor they resize (which a device tensor
+# cannot do): built on torch CPU and copied to the device, counted as fallbacks.
+_HOST_FACTORIES = [
+    "arange",
+    "arange.start",
+    "arange.start_step",
+    "eye",
+    "eye.m",
+    "linspace",
+    "logspace",
+    "randperm",
+    "randint",
+    "randint.low",
+]
+
+
+def _host_factory(name):
+    def build(*args, **kwargs):
+        kwargs["device"] = torch.device("cpu")
+        op = getattr(aten, name.split(".")[0])
+        cpu = getattr(op, name.split(".")[1] if "." in name else "default")(*args, **kwargs)
+        _count_fallback(name, "a factory torch builds into a resized out= tensor")
+        return _from_cpu(cpu)
+
+    return build
+
+
+def _copy_from(src, dst, non_blocking=False):
+    """`dst.copy_(src)` reached the PrivateUse1 kernel (torch's own code, e.g. `torch.tensor(..,
+    device="tpu")`, runs with Python dispatch off)."""
+    return _copy_(aten.copy_.default, (dst, src), {})
+
+
 def _register_factories():
     """`torch.empty(.., device="tpu")` and the factories built on it (`zeros`, `randn`, `.to`)
     reach the PrivateUse1 kernels."""
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("empty.memory_format", _empty_memory_format, "PrivateUse1")
     lib.impl("empty_strided", _empty_strided, "PrivateUse1")
+    lib.impl("_copy_from", _copy_from, "PrivateUse1")
+    for name in _HOST_FACTORIES:
+        lib.impl(name, _host_factory(name), "PrivateUse1")
     return lib
 
 

@@ -43,8 +43,14 @@ def test_round_trip_and_device_spellings():
     assert z.device.type == "tpu" and torch.equal(z.cpu(), torch.zeros(2, 3))
     o = torch.full((4,), 2.5, device="tpu")
     assert torch.equal(o.cpu(), torch.full((4,), 2.5))
-    r = torch.randn(4, 4, device="tpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # arange/eye/randn are built on CPU (counted)
+        r = torch.randn(4, 4, device="tpu")
+        assert torch.equal(torch.arange(2, 9, 3, device="tpu").cpu(), torch.arange(2, 9, 3))
+        assert torch.equal(torch.eye(3, 2, device="tpu").cpu(), torch.eye(3, 2))
     assert r.device.type == "tpu" and r.shape == (4, 4)
+    t = torch.tensor([[1.5, 2.0]], device="tpu")
+    assert t.device.type == "tpu" and torch.equal(t.cpu(), torch.tensor([[1.5, 2.0]]))
     # Sync points.
     assert x.to("tpu")[1, 2].item() == x[1, 2].item()
     assert "device='tpu:0'" in repr(x.to("tpu"))
@@ -231,6 +237,13 @@ def test_bad_input_errors():
         d @ torch.randn(4, 4).to("tpu")
     with pytest.raises(RuntimeError):
         d.view(4, 4)
+    with pytest.raises(RuntimeError, match="resize"):
+        torch.add(d, 1, out=torch.empty(0, device="tpu"))
+    with pytest.raises(RuntimeError, match="resiz"):
+        d.clone().resize_(9)
+    out = torch.empty(3, 3, device="tpu")
+    torch.add(d, 1, out=out)
+    close(out, x + 1)
     # The device still works after the errors.
     close(d + d, x + x)
 
