@@ -251,7 +251,7 @@ def test_bad_input_errors():
 def test_reading_a_failed_result_raises():
     """A result whose op failed on autograd's thread carries the error to its reader."""
     x = torch.randn(3, 4).to("tpu")
-    failed = td._failed(torch.ops.aten.mul.Tensor, (x, x), {}, RuntimeError("device lost"))
+    failed = td.dispatch._failed(torch.ops.aten.mul.Tensor, (x, x), {}, RuntimeError("device lost"))
     assert failed.shape == (3, 4)
     with pytest.raises(tessera.DeviceError, match="aten.mul.Tensor.*device lost"):
         failed.cpu()

@@ -1,27 +1,6 @@
-"""The `tpu` torch device: tensors that live in Tessera's eager runtime.
-
-    import tessera.torch as tt
-    x = torch.randn(4, 4).to("tpu")          # or tt.to_device(x)
-    model = MyModel().to("tpu")              # or tt.to_device(model)
-    loss = model(x).sum(); loss.backward()   # forward and backward ATen ops run on the device
-    print(loss.item(), tt.metrics())
-
-PyTorch's PrivateUse1 backend is renamed `tpu`; a device tensor is a `torch.Tensor` wrapper
-subclass (`TpuTensor`) whose `__torch_dispatch__` sends every ATen op to the Rust dispatcher
-(`tessera_eager::call`: kernel overrides first, in the current eager mode: Strict, Debug
-(`TESSERA_LAUNCH_BLOCKING=1`), DeferAndFuse (`TESSERA_DEFER_AND_FUSE=1`); `set_mode` switches).
-
-Storage model: a tensor is torch metadata (size, strides, storage offset, as torch computes them)
-over a shared `_Storage` holding one contiguous eager tensor. View ops never run on the device:
-their metadata comes from running the op on a meta tensor, and the result shares the storage.
-A non-view op reads each input as the whole storage (when the tensor covers it contiguously) or
-as `as_strided` of the flat storage; an in-place op writes back the same way (the storage
-replaced, or `index_put` at the view's flat indices), so every tensor sharing the storage sees
-the write, as in torch.
-
-Ops Tessera cannot lower run on torch CPU (copy in, run, copy back) with a one-time warning per
-op, counted in `metrics()["fallbacks"]`.
-"""
+"""The dispatcher of `tpu` tensors: every ATen op to the Rust dispatcher (`tessera_eager::call`)
+or, for view ops, to torch metadata over shared storage; ops Tessera cannot lower to torch CPU
+(warned once, counted); ops with device semantics of their own (moves, copies, factories)."""
 
 import threading
 import warnings
@@ -29,341 +8,38 @@ from collections import Counter
 
 import torch
 
-from . import _native
-from .ops import _DTYPES, _TORCH_DTYPES
-
-__all__ = ["TpuTensor", "to_device", "metrics", "reset_metrics", "set_mode", "mode", "sync", "device"]
+from .. import _native
+from ..ops import _DTYPES
+from .tensor import (
+    TpuTensor,
+    _call,
+    _check_dtype,
+    _contiguous_strides,
+    _counts,
+    _covers,
+    _empty_memory_format,
+    _empty_strided,
+    _from_cpu,
+    _mode_for_thread,
+    _Storage,
+    _storage_cpu,
+    _to_cpu,
+    _upload,
+    _value,
+    _wrap,
+    _write,
+    _zeros,
+    device,
+    sync_for_thread,
+)
 
 aten = torch.ops.aten
-_NAME = "tpu"
+_NAME = device.type
 _IGNORED = (torch.device, torch.layout, torch.memory_format, torch.Generator)
 
 _fallbacks = Counter()
-_counts = Counter()
 _warned = set()
 _lock = threading.Lock()
-# The eager mode set through `set_mode` (None: the environment's); applied on each thread that
-# dispatches (the eager runtime's mode is per thread; autograd runs backward on its own thread).
-_mode = None
-_thread = threading.local()
-
-
-class _BackendModule:
-    """`torch.tpu`: what torch asks a backend module (device count, RNG state, synchronize).
-    The device has no generator of its own: random ops draw from torch's CPU generator (see
-    the fallbacks), so its RNG state is empty and seeding is torch's `manual_seed`."""
-
-    def is_available(self):
-        return True
-
-    def is_initialized(self):
-        return True
-
-    def device_count(self):
-        return 1
-
-    def current_device(self):
-        return 0
-
-    def _is_in_bad_fork(self):
-        return False
-
-    # `torch.manual_seed` seeds the CPU generator and then calls these.
-    def manual_seed(self, seed):
-        pass
-
-    def manual_seed_all(self, seed):
-        pass
-
-    def get_rng_state(self, device=None):
-        return torch.empty(0, dtype=torch.uint8)
-
-    def set_rng_state(self, state, device=None):
-        pass
-
-    def synchronize(self, device=None):
-        sync()
-
-
-def _rename():
-    """Renames PrivateUse1 to `tpu` (once per process)."""
-    if torch._C._get_privateuse1_backend_name() == "privateuseone":
-        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
-
-        _setup_privateuseone_for_python_backend(rename=_NAME, backend_module=_BackendModule())
-    elif torch._C._get_privateuse1_backend_name() != _NAME:
-        raise RuntimeError(
-            f"PrivateUse1 is already the `{torch._C._get_privateuse1_backend_name()}` backend"
-        )
-
-
-_rename()
-device = torch.device(_NAME, 0)
-
-
-class _Storage:
-    """One contiguous eager tensor shared by a base tensor and its views."""
-
-    __slots__ = ("value", "shape", "numel", "dtype", "error", "__weakref__")
-
-    def __init__(self, value, numel, dtype, error=None):
-        self.put(value)
-        self.numel = numel
-        self.dtype = dtype
-        # Why there is no value (the op that should have made it failed on autograd's thread).
-        self.error = error
-
-    def put(self, value):
-        """Replaces the value (an in-place write): every tensor over this storage sees it."""
-        self.value = value  # EagerTensor, contiguous, numel elements (any shape)
-        self.shape = None if value is None else tuple(value.shape)
-
-
-class TpuTensor(torch.Tensor):
-    """A tensor on the `tpu` device: torch metadata over a Tessera eager storage."""
-
-    _storage_: _Storage
-
-    @staticmethod
-    def __new__(cls, storage, size, stride, offset, requires_grad=False, full=None):
-        t = torch.Tensor._make_wrapper_subclass(
-            cls,
-            size,
-            strides=stride,
-            storage_offset=offset,
-            dtype=storage.dtype,
-            device=device,
-            requires_grad=requires_grad,
-        )
-        t._storage_ = storage
-        # Computed once: whether the tensor is its whole storage, contiguous (then its value is
-        # the storage's value), and its shape as the storage's value shape is kept.
-        t._shape = tuple(size)
-        if full is None:
-            full = (
-                offset == 0
-                and list(stride) == _contiguous_strides(t._shape)
-                and t.numel() == storage.numel
-            )
-        t._full = full
-        return t
-
-    __torch_function__ = torch._C._disabled_torch_function_impl
-
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        return _dispatch(func, args, kwargs or {})
-
-    def __reduce_ex__(self, protocol):
-        # Pickled as torch pickles PrivateUse1 tensors without storage: a CPU copy moved back
-        # to the device on load (a function `torch.load(weights_only=True)` allows).
-        return (
-            torch._utils._rebuild_device_tensor_from_cpu_tensor,
-            (_to_cpu(self), self.dtype, str(self.device), self.requires_grad),
-        )
-
-    def tolist(self):
-        """The values as nested Python lists (a sync point)."""
-        return _to_cpu(self).tolist()
-
-    def __deepcopy__(self, memo):
-        if id(self) in memo:
-            return memo[id(self)]
-        with torch.no_grad():
-            new = self.clone()
-        new.requires_grad_(self.requires_grad)
-        if getattr(self, "_is_param", False):
-            new._is_param = True
-        if self.grad is not None:
-            new.grad = self.grad.__deepcopy__(memo)
-        memo[id(self)] = new
-        return new
-
-    def __repr__(self, *, tensor_contents=None):
-        cpu = _to_cpu(self)
-        body = repr(cpu)
-        extra = f", device='{device}'"
-        if self.grad_fn is not None:
-            extra += f", grad_fn=<{type(self.grad_fn).__name__}>"
-        elif self.requires_grad:
-            extra += ", requires_grad=True"
-        head = body.split(", grad_fn=")[0].split(", requires_grad=")[0]
-        return head[:-1] + extra + ")" if head.endswith(")") else head + extra
-
-
-
-# ---- storage <-> values -------------------------------------------------------------------------
-
-
-def _contiguous_strides(size):
-    strides, acc = [], 1
-    for d in reversed(size):
-        strides.append(acc)
-        acc *= max(d, 1)
-    return list(reversed(strides))
-
-
-def _covers(t):
-    """Whether `t` is its whole storage, contiguous (then its value is the storage's value)."""
-    return t._full
-
-
-def _call(op, args, kwargs=None):
-    _counts["device_ops"] += 1
-    return _native.eager_call(op, args, kwargs or {})
-
-
-def _value(t):
-    """The eager value of a device tensor (reading its storage through its metadata)."""
-    s = t._storage_
-    if s.error is not None:
-        raise _native.DeviceError(s.error)
-    if t._full:
-        if s.shape == t._shape:
-            return s.value
-        return _call("aten::view", [s.value, list(t._shape)])[0]
-    flat = s.value if len(s.shape) == 1 else _call("aten::view", [s.value, [-1]])[0]
-    return _call("aten::as_strided", [flat, list(t._shape), list(t.stride()), t.storage_offset()])[0]
-
-
-_INDEX_CACHE = {}
-
-
-def _flat_index(t):
-    """The storage positions of `t`'s elements (row-major), as a device int64 tensor."""
-    key = (t._storage_.numel, tuple(t.shape), tuple(t.stride()), t.storage_offset())
-    idx = _INDEX_CACHE.get(key)
-    if idx is None:
-        cpu = torch.arange(t._storage_.numel).as_strided(t.shape, t.stride(), t.storage_offset())
-        idx = _upload(cpu.reshape(-1).contiguous())
-        if len(_INDEX_CACHE) > 256:
-            _INDEX_CACHE.clear()
-        _INDEX_CACHE[key] = idx
-    return idx
-
-
-def _write(t, value):
-    """Makes device tensor `t` hold eager value `value` (same shape), through its storage."""
-    s = t._storage_
-    if t._full:
-        s.put(value)
-        return
-    flat = s.value if len(s.shape) == 1 else _call("aten::view", [s.value, [-1]])[0]
-    src = _call("aten::reshape", [value, [-1]])[0]
-    s.put(_call("aten::index_put", [flat, [_flat_index(t)], src])[0])
-
-
-def _upload(cpu):
-    _counts["to_device"] += 1
-    cpu = cpu.detach().resolve_conj().resolve_neg().contiguous()
-    return _native.EagerTensor.upload(cpu)
-
-
-def _check_dtype(dtype):
-    if dtype not in _DTYPES or dtype.is_complex:
-        raise TypeError(f"tpu: dtype {dtype} is not supported by Tessera")
-
-
-def _from_cpu(cpu, requires_grad=False):
-    """A new device tensor holding a copy of CPU tensor `cpu` (contiguous)."""
-    _check_dtype(cpu.dtype)
-    value = _upload(cpu)
-    return _wrap(value, requires_grad)
-
-
-def _wrap(value, requires_grad=False):
-    """A new device tensor over eager value `value`."""
-    size = list(value.shape)
-    n = 1
-    for d in size:
-        n *= d
-    s = _Storage(value, n, _TORCH_DTYPES[value.dtype])
-    return TpuTensor(s, size, _contiguous_strides(size), 0, requires_grad, True)
-
-
-def _download(value):
-    _counts["to_host"] += 1
-    dtype, shape, data = value.download()
-    dtype = _TORCH_DTYPES[dtype]
-    if len(data) == 0:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(data, dtype=dtype).reshape(shape)
-
-
-def _to_cpu(t):
-    """A CPU copy of device tensor `t` (a sync point)."""
-    sync_for_thread()
-    return _download(_value(t))
-
-
-def _storage_cpu(s):
-    """The whole storage as a flat CPU tensor."""
-    return _download(s.value).reshape(-1)
-
-
-# ---- factories (device="tpu") -------------------------------------------------------------------
-
-
-def _zeros(size, dtype):
-    dtype = dtype or torch.get_default_dtype()
-    _check_dtype(dtype)
-    return _from_cpu(torch.zeros(size, dtype=dtype))
-
-
-def _empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
-                         memory_format=None):
-    return _zeros(list(size), dtype)
-
-
-def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
-    size, stride = list(size), list(stride)
-    dtype = dtype or torch.get_default_dtype()
-    _check_dtype(dtype)
-    numel = 1 + sum((d - 1) * st for d, st in zip(size, stride)) if all(size) else 0
-    s = _Storage(_upload(torch.zeros(numel, dtype=dtype)), numel, dtype)
-    return TpuTensor(s, size, stride, 0)
-
-
-# ---- the dispatcher -----------------------------------------------------------------------------
-
-
-def _mode_for_thread():
-    """Applies `set_mode`'s mode on this thread (once per thread and mode). Autograd's device
-    threads (started by C++, so `_DummyThread`s here) do not defer: the gradients they make
-    must be values the training thread can read (a deferred graph belongs to its thread)."""
-    want = _mode
-    if isinstance(threading.current_thread(), threading._DummyThread):
-        if want is None:
-            want = _native.eager_mode()
-        if want in ("defer", "compiled"):
-            want = "strict"
-    if want is not None and getattr(_thread, "mode", None) != want:
-        _native.eager_set_mode(want)
-        _thread.mode = want
-
-
-def sync_for_thread():
-    _mode_for_thread()
-    _native.eager_sync()
-
-
-def _patch_autograd():
-    """Autograd runs a `tpu` backward on its device thread, which cannot read values this
-    thread deferred: `backward` and `autograd.grad` run what is pending first."""
-    import torch.autograd
-    import torch.autograd.graph
-
-    run = torch.autograd.graph._engine_run_backward
-    if getattr(run, "_tessera", False):
-        return
-
-    def engine_run_backward(*args, **kwargs):
-        sync_for_thread()
-        return run(*args, **kwargs)
-
-    engine_run_backward._tessera = True
-    torch.autograd.graph._engine_run_backward = engine_run_backward
-    torch.autograd._engine_run_backward = engine_run_backward
 
 
 class _Schema:
@@ -451,7 +127,7 @@ def _on_autograd_thread():
     return isinstance(threading.current_thread(), threading._DummyThread)
 
 
-def _dispatch(func, args, kwargs):
+def dispatch(func, args, kwargs):
     try:
         return _dispatch_op(func, args, kwargs)
     except Exception as e:
@@ -816,69 +492,6 @@ _SPECIAL = {
 }
 
 
-# ---- the user API -------------------------------------------------------------------------------
-
-
-def to_device(x):
-    """Moves a tensor or module to the `tpu` device (what `x.to("tpu")` does)."""
-    if isinstance(x, torch.nn.Module):
-        return x.to(device)
-    if isinstance(x, torch.Tensor):
-        return x.to(device)
-    raise TypeError(f"to_device: expected a torch.Tensor or nn.Module, got {type(x).__name__}")
-
-
-def set_mode(name):
-    """Sets the eager mode of every thread that dispatches: `strict`, `debug` or `defer`
-    (None: back to the environment's). What is pending runs first."""
-    global _mode
-    if name is not None:
-        _native.eager_set_mode(name)  # validates the name
-    else:
-        _native.eager_sync()
-    _mode = name
-    _thread.mode = name
-
-
-def mode():
-    """This thread's eager mode."""
-    _mode_for_thread()
-    return _native.eager_mode()
-
-
-def sync():
-    """Runs this thread's deferred ops now (TorchTPU's `sync`)."""
-    sync_for_thread()
-
-
-def metrics():
-    """Counters since the last `reset_metrics()`: `fallbacks` (per op), `ops` (ATen ops the
-    device dispatched), `compiles` (device programs compiled), `transfers` (`to_device`,
-    `to_host` copies), and `eager` (the eager runtime's counters per mode, this thread)."""
-    stats = _native.eager_stats()
-    return {
-        "fallbacks": dict(_fallbacks),
-        "ops": _counts["ops"],
-        "device_ops": _counts["device_ops"],
-        "compiles": sum(m["compiles"] for m in stats.values()),
-        "transfers": {"to_device": _counts["to_device"], "to_host": _counts["to_host"]},
-        "eager": stats,
-    }
-
-
-def reset_metrics():
-    _fallbacks.clear()
-    _counts.clear()
-    _native.eager_reset_stats()
-
-
-def reset_warnings():
-    """Warn again for ops that already fell back (tests)."""
-    _warned.clear()
-
-
-# Factories whose torch kernels fill an `out=` tensor they resize (which a device tensor
-# cannot do): built on torch CPU and copied to the device, counted as fallbacks.
 _HOST_FACTORIES = [
     "arange",
     "arange.start",
@@ -908,19 +521,3 @@ def _copy_from(src, dst, non_blocking=False):
     """`dst.copy_(src)` reached the PrivateUse1 kernel (torch's own code, e.g. `torch.tensor(..,
     device="tpu")`, runs with Python dispatch off)."""
     return _copy_(aten.copy_.default, (dst, src), {})
-
-
-def _register_factories():
-    """`torch.empty(.., device="tpu")` and the factories built on it (`zeros`, `randn`, `.to`)
-    reach the PrivateUse1 kernels."""
-    lib = torch.library.Library("aten", "IMPL")
-    lib.impl("empty.memory_format", _empty_memory_format, "PrivateUse1")
-    lib.impl("empty_strided", _empty_strided, "PrivateUse1")
-    lib.impl("_copy_from", _copy_from, "PrivateUse1")
-    for name in _HOST_FACTORIES:
-        lib.impl(name, _host_factory(name), "PrivateUse1")
-    return lib
-
-
-_LIB = _register_factories()
-_patch_autograd()
