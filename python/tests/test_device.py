@@ -389,3 +389,17 @@ def test_state_dict_save_load_deepcopy_and_seeded_factories():
         a = torch.randn(5, device="tpu")
     torch.manual_seed(13)
     assert torch.equal(a.cpu(), torch.randn(5))
+
+
+def test_metrics_count_what_backward_compiles():
+    """Autograd runs backward on its own thread; its compiles count in `metrics()` too."""
+    td.set_mode("strict")
+    g = torch.Generator().manual_seed(14)
+    w = torch.randn(13, 11, generator=g).to("tpu").requires_grad_()
+    x = torch.randn(3, 13, generator=g).to("tpu")
+    y = torch.tanh(x @ w).sum()
+    td.reset_metrics()
+    y.backward()
+    m = td.metrics()
+    assert m["compiles"] > m["eager"]["strict"]["compiles"], m  # this thread's alone
+    close(w.grad, x.cpu().t() @ (1 - torch.tanh(x.cpu() @ w.detach().cpu()) ** 2), rtol=1e-4)

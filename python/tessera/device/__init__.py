@@ -90,15 +90,16 @@ def sync():
 
 def metrics():
     """Counters since the last `reset_metrics()`: `fallbacks` (per op), `ops` (ATen ops the
-    device dispatched), `compiles` (device programs compiled), `transfers` (`to_device`,
-    `to_host` copies), and `eager` (the eager runtime's counters per mode, this thread)."""
+    device dispatched), `compiles` (device programs compiled, by this thread and autograd's),
+    `transfers` (`to_device`, `to_host` copies), and `eager` (the eager runtime's counters per
+    mode, this thread)."""
     stats = _native.eager_stats()
     counts = _tensor._counts
     return {
         "fallbacks": dict(_dispatch._fallbacks),
         "ops": counts["ops"],
         "device_ops": counts["device_ops"],
-        "compiles": sum(m["compiles"] for m in stats.values()),
+        "compiles": sum(m["compiles"] for m in stats.values()) + counts["autograd_compiles"],
         "transfers": {"to_device": counts["to_device"], "to_host": counts["to_host"]},
         "eager": stats,
     }

@@ -126,7 +126,13 @@ def _covers(t):
 
 def _call(op, args, kwargs=None):
     _counts["device_ops"] += 1
-    return _native.eager_call(op, args, kwargs or {})
+    out = _native.eager_call(op, args, kwargs or {})
+    if _thread.__dict__.get("autograd"):
+        # The eager runtime counts per thread: what autograd's thread compiled is added here.
+        now = _native.eager_compiles()
+        _counts["autograd_compiles"] += now - _thread.__dict__.get("compiles", 0)
+        _thread.compiles = now
+    return out
 
 
 def _value(t):
@@ -245,7 +251,9 @@ def _mode_for_thread():
     threads (started by C++, so `_DummyThread`s here) do not defer: the gradients they make
     must be values the training thread can read (a deferred graph belongs to its thread)."""
     want = _mode
-    if isinstance(threading.current_thread(), threading._DummyThread):
+    autograd = isinstance(threading.current_thread(), threading._DummyThread)
+    _thread.autograd = autograd
+    if autograd:
         if want is None:
             want = _native.eager_mode()
         if want in ("defer", "compiled"):
