@@ -19,9 +19,22 @@ as `as_strided` of the flat storage; an in-place op writes back the same way (th
 replaced, or `index_put` at the view's flat indices), so every tensor sharing the storage sees
 the write, as in torch.
 
-Modules: `backend` (PrivateUse1 renamed `tpu`), `tensor` (TpuTensor, storage, transfers),
-`dispatch` (every op's path). Ops Tessera cannot lower run on torch CPU (copy in, run, copy back) with a one-time warning per
-op, counted in `metrics()["fallbacks"]`.
+Ops Tessera cannot lower run on torch CPU (copy in, run, copy back) with a one-time warning per
+op, counted in `metrics()["fallbacks"]`. Modules: `backend` (PrivateUse1 renamed `tpu`),
+`tensor` (TpuTensor, storage, transfers), `dispatch` (every op's path).
+
+Limits (measured or by design):
+- Results of non-view ops are contiguous (torch keeps an elementwise input's layout: `x.t() * 2`
+  has strides (1, n) in torch, (n, 1) here); views, `as_strided`, `storage_offset()` and
+  aliasing follow torch exactly.
+- Autograd runs backward on its own device thread; there ops launch one by one (Strict, or Debug
+  if selected) even in DeferAndFuse, since a deferred graph belongs to the thread that made it.
+  `backward()` / `autograd.grad` first run what the calling thread deferred.
+- Random ops (`normal_`, `uniform_`, `randperm`, ...) draw from torch's CPU generator (counted
+  fallbacks), so a seed gives the CPU's numbers.
+- A device tensor is not resized: `out=` tensors must have the result's shape (else an error).
+- Per-op overhead is bounded below by torch's Python dispatch (`python/tools/bench_device.py`
+  prints that floor next to this device's cost).
 """
 
 import torch
