@@ -58,7 +58,7 @@ class TpuTensor(torch.Tensor):
         t._shape = tuple(size)
         if full is None:
             full = (
-                offset == 0
+                not offset
                 and list(stride) == _contiguous_strides(t._shape)
                 and t.numel() == storage.numel
             )
@@ -195,12 +195,13 @@ def _from_cpu(cpu, requires_grad=False):
 
 def _wrap(value, requires_grad=False):
     """A new device tensor over eager value `value`."""
-    size = list(value.shape)
+    size = value.shape
     n = 1
     for d in size:
         n *= d
     s = _Storage(value, n, _TORCH_DTYPES[value.dtype])
-    return TpuTensor(s, size, _contiguous_strides(size), 0, requires_grad, True)
+    # Strides None: torch makes them contiguous.
+    return TpuTensor(s, size, None, None, requires_grad, True)
 
 
 def _download(value):
