@@ -403,3 +403,24 @@ def test_metrics_count_what_backward_compiles():
     m = td.metrics()
     assert m["compiles"] > m["eager"]["strict"]["compiles"], m  # this thread's alone
     close(w.grad, x.cpu().t() @ (1 - torch.tanh(x.cpu() @ w.detach().cpu()) ** 2), rtol=1e-4)
+
+
+@pytest.mark.parametrize("cls", [torch.nn.LSTM, torch.nn.GRU])
+def test_recurrent_layers_forward_backward(cls):
+    """torch runs recurrent layers with CUDA-only fused cells on non-CPU devices; on tpu they
+    run as torch's decompositions, forward and backward on the device."""
+    import copy
+
+    torch.manual_seed(15)
+    cpu = cls(8, 16, num_layers=2, batch_first=True, bidirectional=True)
+    dev = copy.deepcopy(cpu).to("tpu")
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(16))
+    td.reset_metrics()
+    out, _ = cpu(x)
+    out.sum().backward()
+    out_d, _ = dev(x.to("tpu"))
+    out_d.sum().backward()
+    close(out_d, out, rtol=1e-4)
+    for pc, pd in zip(cpu.parameters(), dev.parameters()):
+        close(pd.grad, pc.grad, rtol=1e-4, atol=1e-5)
+    assert td.metrics()["fallbacks"] == {}

@@ -141,5 +141,32 @@ def _register_factories():
     return lib
 
 
+# Recurrent layers: torch runs them with fused cells on non-CPU devices (`_thnn_fused_lstm_cell`,
+# CUDA-only kernels with no CPU fallback); on `tpu` they run as torch's own decompositions
+# into differentiable ops, registered above autograd so backward goes through those ops.
+_RNN_OPS = [
+    "lstm.input",
+    "lstm.data",
+    "gru.input",
+    "gru.data",
+    "rnn_tanh.input",
+    "rnn_tanh.data",
+    "rnn_relu.input",
+    "rnn_relu.data",
+]
+
+
+def _register_rnns():
+    from torch._decomp import decomposition_table
+
+    lib = torch.library.Library("aten", "IMPL")
+    for name in _RNN_OPS:
+        base, overload = name.split(".")
+        decomposed = decomposition_table[getattr(getattr(torch.ops.aten, base), overload)]
+        lib.impl(name, decomposed, "AutogradPrivateUse1")
+    return lib
+
+
 _LIB = _register_factories()
+_RNN_LIB = _register_rnns()
 _patch_autograd()
