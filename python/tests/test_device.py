@@ -43,11 +43,17 @@ def test_round_trip_and_device_spellings():
     assert z.device.type == "tpu" and torch.equal(z.cpu(), torch.zeros(2, 3))
     o = torch.full((4,), 2.5, device="tpu")
     assert torch.equal(o.cpu(), torch.full((4,), 2.5))
+    td.reset_metrics()
+    assert torch.equal(torch.arange(2, 9, 3, device="tpu").cpu(), torch.arange(2, 9, 3))
+    a = torch.arange(1.5, 4, 0.5, device="tpu")
+    assert a.dtype == torch.float32 and torch.equal(a.cpu(), torch.arange(1.5, 4, 0.5))
+    assert torch.equal(torch.eye(3, 2, device="tpu").cpu(), torch.eye(3, 2))
+    lin = torch.linspace(0, 1, 7, device="tpu")
+    torch.testing.assert_close(lin.cpu(), torch.linspace(0, 1, 7), rtol=0, atol=1e-7)
+    assert td.metrics()["fallbacks"] == {}  # these run on the device
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # arange/eye/randn are built on CPU (counted)
+        warnings.simplefilter("ignore")  # random numbers come from torch's CPU generator
         r = torch.randn(4, 4, device="tpu")
-        assert torch.equal(torch.arange(2, 9, 3, device="tpu").cpu(), torch.arange(2, 9, 3))
-        assert torch.equal(torch.eye(3, 2, device="tpu").cpu(), torch.eye(3, 2))
     assert r.device.type == "tpu" and r.shape == (4, 4)
     t = torch.tensor([[1.5, 2.0]], device="tpu")
     assert t.device.type == "tpu" and torch.equal(t.cpu(), torch.tensor([[1.5, 2.0]]))

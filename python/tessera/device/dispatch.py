@@ -492,26 +492,40 @@ _SPECIAL = {
 }
 
 
-_HOST_FACTORIES = [
-    "arange",
-    "arange.start",
-    "arange.start_step",
-    "eye",
-    "eye.m",
-    "linspace",
-    "logspace",
-    "randperm",
-    "randint",
-    "randint.low",
-]
+# Factories whose torch kernels fill an `out=` tensor they resize (which a device tensor
+# cannot do), registered as PrivateUse1 kernels: the deterministic ones run on the device where
+# Tessera lowers them with torch's result type; random ones draw from torch's CPU generator
+# (Tessera's random ops take an explicit seed); both fallbacks are counted.
+_DEVICE_FACTORIES = ["arange", "arange.start", "arange.start_step", "eye", "eye.m", "linspace",
+                     "logspace"]
+_HOST_FACTORIES = _DEVICE_FACTORIES + ["randperm", "randint", "randint.low"]
+
+
+def _overload(name):
+    base, _, overload = name.partition(".")
+    return getattr(getattr(aten, base), overload or "default")
 
 
 def _host_factory(name):
+    op = _overload(name)
+    on_device = name in _DEVICE_FACTORIES
+
     def build(*args, **kwargs):
-        kwargs["device"] = torch.device("cpu")
-        op = getattr(aten, name.split(".")[0])
-        cpu = getattr(op, name.split(".")[1] if "." in name else "default")(*args, **kwargs)
-        _count_fallback(name, "a factory torch builds into a resized out= tensor")
+        kwargs.pop("device", None)
+        why = "Tessera draws random numbers from explicit seeds, torch from its generator"
+        if on_device:
+            want = op(*args, **kwargs, device="meta")
+            nkw = {k: _native_arg(v) for k, v in kwargs.items()}
+            try:
+                out = _wrap(_call("aten::" + name, [_native_arg(a) for a in args], nkw)[0])
+                if out.dtype == want.dtype and out.shape == want.shape:
+                    return out
+                why = f"Tessera's result is {out.dtype}{list(out.shape)}, torch's " \
+                      f"{want.dtype}{list(want.shape)}"
+            except _FALLBACK_ERRORS as e:
+                why = str(e).splitlines()[0]
+        cpu = op(*args, **kwargs, device="cpu")
+        _count_fallback(name, why)
         return _from_cpu(cpu)
 
     return build
