@@ -430,3 +430,24 @@ def test_recurrent_layers_forward_backward(cls):
     for pc, pd in zip(cpu.parameters(), dev.parameters()):
         close(pd.grad, pc.grad, rtol=1e-4, atol=1e-5)
     assert td.metrics()["fallbacks"] == {}
+
+
+def test_module_to_keeps_parameter_identity_and_tied_weights():
+    """`model.to("tpu")` moves parameters in place, as torch does for CUDA: tied weights stay
+    tied and an optimizer made before the move updates the device parameters."""
+    torch.manual_seed(17)
+    emb = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.Sequential(emb, head)
+    before = emb.weight
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    model.to("tpu")
+    assert emb.weight is before and head.weight is emb.weight
+    assert emb.weight.device.type == "tpu"
+    tok = torch.tensor([[1, 2, 3]]).to("tpu")
+    loss = model(tok).logsumexp(-1).sum()
+    loss.backward()
+    old = emb.weight.detach().cpu()
+    opt.step()
+    assert not torch.equal(emb.weight.detach().cpu(), old)

@@ -79,6 +79,17 @@ class TpuTensor(torch.Tensor):
             (_to_cpu(self), self.dtype, str(self.device), self.requires_grad),
         )
 
+    # A traceable wrapper subclass (no inner tensors: the storage is the context), so that
+    # `nn.Module.to("tpu")` swaps each parameter in place (`torch.utils.swap_tensors`) instead of
+    # making new Parameter objects, which would untie shared weights (GPT-2's embedding and head).
+    def __tensor_flatten__(self):
+        return [], (self._storage_, self.stride(), self.storage_offset())
+
+    @staticmethod
+    def __tensor_unflatten__(inner_tensors, ctx, outer_size, outer_stride):
+        storage, stride, offset = ctx
+        return TpuTensor(storage, outer_size, outer_stride or stride, offset)
+
     def tolist(self):
         """The values as nested Python lists (a sync point)."""
         return _to_cpu(self).tolist()
