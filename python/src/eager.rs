@@ -13,7 +13,7 @@ use tessera_ops::OpError;
 
 /// A tensor of the eager runtime: a device buffer, a pending value of this thread's deferred
 /// graph, or the error of the op that failed to make it.
-#[pyclass(frozen, unsendable, module = "tessera._native", name = "EagerTensor")]
+#[pyclass(frozen, module = "tessera._native", name = "EagerTensor")]
 pub struct EagerTensor {
     pub(crate) t: Tensor,
 }
@@ -210,6 +210,13 @@ fn eager_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     Ok(all.unbind())
 }
 
+/// Programs this thread compiled, all modes (cheaper than `eager_stats` for per-op polling).
+#[pyfunction]
+fn eager_compiles() -> u64 {
+    let s = tessera_eager::stats();
+    EagerMode::ALL.iter().map(|&m| s.mode(m).compiles).sum()
+}
+
 #[pyfunction]
 fn eager_reset_stats() {
     tessera_eager::reset_stats()
@@ -222,6 +229,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eager_set_mode, m)?)?;
     m.add_function(wrap_pyfunction!(eager_sync, m)?)?;
     m.add_function(wrap_pyfunction!(eager_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(eager_compiles, m)?)?;
     m.add_function(wrap_pyfunction!(eager_reset_stats, m)?)?;
     Ok(())
 }

@@ -179,3 +179,14 @@ def _register_shipped():
 
 
 _register_shipped()
+
+# The `tpu` device (tessera.device): `to_device(x_or_module)`, `metrics()`, eager modes.
+from .device import (  # noqa: E402
+    device,
+    metrics,
+    mode,
+    reset_metrics,
+    set_mode,
+    sync,
+    to_device,
+)

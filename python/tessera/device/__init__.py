@@ -1,0 +1,172 @@
+"""The `tpu` torch device: tensors that live in Tessera's eager runtime.
+
+    import tessera.torch as tt
+    x = torch.randn(4, 4).to("tpu")          # or tt.to_device(x)
+    model = MyModel().to("tpu")              # or tt.to_device(model)
+    loss = model(x).sum(); loss.backward()   # forward and backward ATen ops run on the device
+    print(loss.item(), tt.metrics())
+
+PyTorch's PrivateUse1 backend is renamed `tpu`; a device tensor is a `torch.Tensor` wrapper
+subclass (`TpuTensor`) whose `__torch_dispatch__` sends every ATen op to the Rust dispatcher
+(`tessera_eager::call`: kernel overrides first, in the current eager mode: Strict, Debug
+(`TESSERA_LAUNCH_BLOCKING=1`), DeferAndFuse (`TESSERA_DEFER_AND_FUSE=1`); `set_mode` switches).
+
+Storage model: a tensor is torch metadata (size, strides, storage offset, as torch computes them)
+over a shared `_Storage` holding one contiguous eager tensor. View ops never run on the device:
+their metadata comes from running the op on a meta tensor, and the result shares the storage.
+A non-view op reads each input as the whole storage (when the tensor covers it contiguously) or
+as `as_strided` of the flat storage; an in-place op writes back the same way (the storage
+replaced, or `index_put` at the view's flat indices), so every tensor sharing the storage sees
+the write, as in torch.
+
+Ops Tessera cannot lower run on torch CPU (copy in, run, copy back) with a one-time warning per
+op, counted in `metrics()["fallbacks"]`. Modules: `backend` (PrivateUse1 renamed `tpu`),
+`tensor` (TpuTensor, storage, transfers), `dispatch` (every op's path).
+
+Limits (measured or by design):
+- Results of non-view ops are contiguous (torch keeps an elementwise input's layout: `x.t() * 2`
+  has strides (1, n) in torch, (n, 1) here); views, `as_strided`, `storage_offset()` and
+  aliasing follow torch exactly.
+- Autograd runs backward on its own device thread; there ops launch one by one (Strict, or Debug
+  if selected) even in DeferAndFuse, since a deferred graph belongs to the thread that made it.
+  `backward()` / `autograd.grad` first run what the calling thread deferred.
+- Random ops (`normal_`, `uniform_`, `randperm`, ...) draw from torch's CPU generator (counted
+  fallbacks), so a seed gives the CPU's numbers.
+- A device tensor is not resized: `out=` tensors must have the result's shape (else an error).
+- Per-op overhead is bounded below by torch's Python dispatch (`python/tools/bench_device.py`
+  prints that floor next to this device's cost).
+"""
+
+import torch
+
+from .. import _native
+from . import dispatch as _dispatch
+from . import tensor as _tensor
+from .backend import device
+from .tensor import TpuTensor, sync_for_thread
+
+__all__ = ["TpuTensor", "to_device", "metrics", "reset_metrics", "set_mode", "mode", "sync", "device"]
+
+
+def _patch_autograd():
+    """Autograd runs a `tpu` backward on its device thread, which cannot read values this
+    thread deferred: `backward` and `autograd.grad` run what is pending first."""
+    import torch.autograd
+    import torch.autograd.graph
+
+    run = torch.autograd.graph._engine_run_backward
+    if getattr(run, "_tessera", False):
+        return
+
+    def engine_run_backward(*args, **kwargs):
+        sync_for_thread()
+        return run(*args, **kwargs)
+
+    engine_run_backward._tessera = True
+    torch.autograd.graph._engine_run_backward = engine_run_backward
+    torch.autograd._engine_run_backward = engine_run_backward
+
+
+# ---- the user API -------------------------------------------------------------------------------
+
+
+def to_device(x):
+    """Moves a tensor or module to the `tpu` device (what `x.to("tpu")` does)."""
+    if isinstance(x, torch.nn.Module):
+        return x.to(device)
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    raise TypeError(f"to_device: expected a torch.Tensor or nn.Module, got {type(x).__name__}")
+
+
+def set_mode(name):
+    """Sets the eager mode of every thread that dispatches: `strict`, `debug` or `defer`
+    (None: back to the environment's). What is pending runs first."""
+    if name is not None:
+        _native.eager_set_mode(name)  # validates the name
+    else:
+        _native.eager_sync()
+    _tensor._mode = name
+    _tensor._thread.mode = name
+
+
+def mode():
+    """This thread's eager mode."""
+    _tensor._mode_for_thread()
+    return _native.eager_mode()
+
+
+def sync():
+    """Runs this thread's deferred ops now (TorchTPU's `sync`)."""
+    sync_for_thread()
+
+
+def metrics():
+    """Counters since the last `reset_metrics()`: `fallbacks` (per op), `ops` (ATen ops the
+    device dispatched), `compiles` (device programs compiled, by this thread and autograd's),
+    `transfers` (`to_device`, `to_host` copies), and `eager` (the eager runtime's counters per
+    mode, this thread)."""
+    stats = _native.eager_stats()
+    counts = _tensor._counts
+    return {
+        "fallbacks": dict(_dispatch._fallbacks),
+        "ops": counts["ops"],
+        "device_ops": counts["device_ops"],
+        "compiles": sum(m["compiles"] for m in stats.values()) + counts["autograd_compiles"],
+        "transfers": {"to_device": counts["to_device"], "to_host": counts["to_host"]},
+        "eager": stats,
+    }
+
+
+def reset_metrics():
+    _dispatch._fallbacks.clear()
+    _tensor._counts.clear()
+    _native.eager_reset_stats()
+
+
+def reset_warnings():
+    """Warn again for ops that already fell back (tests)."""
+    _dispatch._warned.clear()
+
+
+def _register_factories():
+    """`torch.empty(.., device="tpu")` and the factories built on it (`zeros`, `randn`, `.to`)
+    reach the PrivateUse1 kernels."""
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("empty.memory_format", _tensor._empty_memory_format, "PrivateUse1")
+    lib.impl("empty_strided", _tensor._empty_strided, "PrivateUse1")
+    lib.impl("_copy_from", _dispatch._copy_from, "PrivateUse1")
+    for name in _dispatch._HOST_FACTORIES:
+        lib.impl(name, _dispatch._host_factory(name), "PrivateUse1")
+    return lib
+
+
+# Recurrent layers: torch runs them with fused cells on non-CPU devices (`_thnn_fused_lstm_cell`,
+# CUDA-only kernels with no CPU fallback); on `tpu` they run as torch's own decompositions
+# into differentiable ops, registered above autograd so backward goes through those ops.
+_RNN_OPS = [
+    "lstm.input",
+    "lstm.data",
+    "gru.input",
+    "gru.data",
+    "rnn_tanh.input",
+    "rnn_tanh.data",
+    "rnn_relu.input",
+    "rnn_relu.data",
+]
+
+
+def _register_rnns():
+    from torch._decomp import decomposition_table
+
+    lib = torch.library.Library("aten", "IMPL")
+    for name in _RNN_OPS:
+        base, overload = name.split(".")
+        decomposed = decomposition_table[getattr(getattr(torch.ops.aten, base), overload)]
+        lib.impl(name, decomposed, "AutogradPrivateUse1")
+    return lib
+
+
+_LIB = _register_factories()
+_RNN_LIB = _register_rnns()
+_patch_autograd()

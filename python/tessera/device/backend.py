@@ -1,0 +1,61 @@
+"""`tpu` as torch's PrivateUse1 backend: the rename and the backend module torch asks for
+(device count, RNG state, synchronize)."""
+
+import torch
+
+NAME = "tpu"
+
+
+class _BackendModule:
+    """`torch.tpu`: what torch asks a backend module (device count, RNG state, synchronize).
+    The device has no generator of its own: random ops draw from torch's CPU generator (see
+    the fallbacks), so its RNG state is empty and seeding is torch's `manual_seed`."""
+
+    def is_available(self):
+        return True
+
+    def is_initialized(self):
+        return True
+
+    def device_count(self):
+        return 1
+
+    def current_device(self):
+        return 0
+
+    def _is_in_bad_fork(self):
+        return False
+
+    # `torch.manual_seed` seeds the CPU generator and then calls these.
+    def manual_seed(self, seed):
+        pass
+
+    def manual_seed_all(self, seed):
+        pass
+
+    def get_rng_state(self, device=None):
+        return torch.empty(0, dtype=torch.uint8)
+
+    def set_rng_state(self, state, device=None):
+        pass
+
+    def synchronize(self, device=None):
+        from .tensor import sync_for_thread
+
+        sync_for_thread()
+
+
+def _rename():
+    """Renames PrivateUse1 to `tpu` (once per process)."""
+    if torch._C._get_privateuse1_backend_name() == "privateuseone":
+        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+        _setup_privateuseone_for_python_backend(rename=NAME, backend_module=_BackendModule())
+    elif torch._C._get_privateuse1_backend_name() != NAME:
+        raise RuntimeError(
+            f"PrivateUse1 is already the `{torch._C._get_privateuse1_backend_name()}` backend"
+        )
+
+
+_rename()
+device = torch.device(NAME, 0)
