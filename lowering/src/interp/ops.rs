@@ -92,6 +92,35 @@ pub(crate) fn reduce(op: ReduceOp, x: &Array, axes: &[usize]) -> Vec<f64> {
     out.into_iter().map(|v| round(x.dtype, v)).collect()
 }
 
+/// Inclusive scan of `x` along `axis`: sums run in f64 and each result is rounded once
+/// (exact for integers below 2^53), max/min propagate NaN.
+pub(crate) fn scan(op: ReduceOp, x: &Array, axis: usize) -> Vec<f64> {
+    let st = strides(&x.shape);
+    let (n, step) = (x.shape[axis], st[axis]);
+    let mut out = x.data.clone();
+    let mut idx = vec![0; x.shape.len()];
+    for f in 0..x.data.len() {
+        unravel(f, &x.shape, &mut idx);
+        if idx[axis] != 0 {
+            continue;
+        }
+        // `f` starts a line along the axis: run it in f64, round each output.
+        let mut acc = x.data[f];
+        out[f] = round(x.dtype, acc);
+        for i in 1..n {
+            let v = x.data[f + i * step];
+            acc = match op {
+                ReduceOp::Sum => acc + v,
+                _ if v.is_nan() || acc.is_nan() => f64::NAN,
+                ReduceOp::Max => acc.max(v),
+                ReduceOp::Min => acc.min(v),
+            };
+            out[f + i * step] = round(x.dtype, acc);
+        }
+    }
+    out
+}
+
 /// 2-D matmul; each product and partial sum is rounded to the accumulator dtype.
 pub(crate) fn dot(
     l: &Array,

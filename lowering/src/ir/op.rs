@@ -171,6 +171,13 @@ pub enum OpKind {
         axes: Vec<usize>,
         keepdims: bool,
     },
+    /// Inclusive scan along `axis` (`cumsum`, `cummax`, `cummin`): element `i` along the
+    /// axis combines elements `0..=i`. Same type as the operand.
+    Scan {
+        op: ReduceOp,
+        x: ValueId,
+        axis: usize,
+    },
     /// 2-D matmul `op(lhs) @ op(rhs)` where `op` transposes when asked; products are
     /// accumulated in the result dtype, f32 (see [`dot_accumulator`](super::dot_accumulator)).
     Dot {
@@ -191,6 +198,14 @@ pub enum OpKind {
         lo: ValueId,
         hi: ValueId,
         init: Vec<ValueId>,
+        body: Region,
+    },
+    /// `while cond(carried) { carried = body(carried) }`: `cond`'s args are the carried
+    /// values and it yields one `bool` scalar; `body`'s args are the carried values and it
+    /// yields the next ones. Results are the final carried values.
+    While {
+        init: Vec<ValueId>,
+        cond: Region,
         body: Region,
     },
 }
@@ -225,9 +240,19 @@ impl OpKind {
             OpKind::Reduce {
                 op: ReduceOp::Min, ..
             } => "reduce_min",
+            OpKind::Scan {
+                op: ReduceOp::Sum, ..
+            } => "cumsum",
+            OpKind::Scan {
+                op: ReduceOp::Max, ..
+            } => "cummax",
+            OpKind::Scan {
+                op: ReduceOp::Min, ..
+            } => "cummin",
             OpKind::Dot { .. } => "dot",
             OpKind::If { .. } => "if",
             OpKind::Fori { .. } => "fori",
+            OpKind::While { .. } => "while",
         }
     }
 
@@ -269,7 +294,8 @@ impl OpKind {
             | OpKind::Broadcast { x, .. }
             | OpKind::Reshape { x }
             | OpKind::Transpose { x, .. }
-            | OpKind::Reduce { x, .. } => vec![*x],
+            | OpKind::Reduce { x, .. }
+            | OpKind::Scan { x, .. } => vec![*x],
             OpKind::Binary { lhs, rhs, .. }
             | OpKind::Compare { lhs, rhs, .. }
             | OpKind::Dot { lhs, rhs, .. } => {
@@ -284,6 +310,7 @@ impl OpKind {
             OpKind::Fori { lo, hi, init, .. } => {
                 [*lo, *hi].into_iter().chain(init.iter().copied()).collect()
             }
+            OpKind::While { init, .. } => init.clone(),
         }
     }
 
@@ -295,6 +322,7 @@ impl OpKind {
                 ..
             } => vec![then_region, else_region],
             OpKind::Fori { body, .. } => vec![body],
+            OpKind::While { cond, body, .. } => vec![cond, body],
             _ => vec![],
         }
     }

@@ -167,7 +167,8 @@ op_table!(
 
 op_table!(
     /// Elementwise comparisons; results are `bool`. The Mosaic column is `arith.cmpf`'s
-    /// predicate (ordered compares; `!=` unordered, so NaN != NaN as in IEEE and JAX) and
+    /// predicate (ordered compares; `!=` unordered, so NaN != NaN as in IEEE and JAX; libtpu
+    /// has no unordered compares, so the Mosaic printer emits it as `!(==)`) and
     /// `arith.cmpi`'s signed and unsigned predicates, as numbers.
     CompareOp: HC {
         Eq => "eq", HC::Eq, Any, Elementwise, ("1", "0", "0");

@@ -94,6 +94,19 @@ impl Lower<'_> {
     ) -> Result<V, MosaicError> {
         let (dtype, shape) = self.value_type(Some(lhs), op)?;
         let (l, r) = (self.val(lhs, op)?, self.val(rhs, op)?);
+        if c == CompareOp::Ne && dtype.is_float() {
+            // libtpu has no unordered compares ("Unsupported comparison direction: une"):
+            // `x != y` is `!(x == y)` (ordered), which keeps NaN != NaN true.
+            let bools = vector(DType::Bool, &shape);
+            let eq = self.p.op1(
+                "arith.cmpf",
+                &[&l, &r],
+                "predicate = 1 : i64",
+                bools.clone(),
+            );
+            let all = self.constant(Literal::Bool(true), DType::Bool, &shape);
+            return Ok(self.p.op1("arith.xori", &[&eq, &all], "", bools));
+        }
         // The table's Mosaic column holds `arith.cmpf`/`cmpi` predicate numbers.
         let name = if dtype.is_float() {
             "arith.cmpf"

@@ -360,6 +360,19 @@ impl Fold<'_> {
                     plain(r, ty()?.shape, axes)
                 }
             }
+            // A scan along a dim that holds no grid axis stays within each step's block.
+            OpKind::Scan { op: r, x, axis } => {
+                let x = self.get(*x)?;
+                if x.axes[*axis].is_some() {
+                    return Err(Stop::Unfoldable);
+                }
+                let v = self.materialize(f, &x, &x.axes)?;
+                plain(
+                    f.scan_kind(&v, r.info().stablehlo, *axis)?,
+                    ty()?.shape,
+                    x.axes,
+                )
+            }
             OpKind::Dot {
                 lhs,
                 rhs,
@@ -372,7 +385,8 @@ impl Fold<'_> {
             | OpKind::LoadElement { .. }
             | OpKind::StoreElement { .. }
             | OpKind::If { .. }
-            | OpKind::Fori { .. } => return Err(Stop::Unfoldable),
+            | OpKind::Fori { .. }
+            | OpKind::While { .. } => return Err(Stop::Unfoldable),
         };
         let id = op
             .results
