@@ -1,6 +1,6 @@
 //! Evaluates one IR function: values in f64, rounded to the op's dtype after every op.
 
-use super::array::{convert, round, strides, unravel, Array};
+use super::array::{convert, from_bits, round, strides, to_bits, unravel, Array};
 use super::error::InterpError;
 use super::ops::{binary, compare, copy_window, dot, paste_window, reduce, scan, unary_fn};
 use crate::dtype::DType;
@@ -263,6 +263,16 @@ impl<'a> Machine<'a> {
                 let x = self.val(*x, op)?;
                 let (dtype, _) = self.result_type(op);
                 let data = x.data.iter().map(|&v| convert(dtype, v)).collect();
+                self.set(op.results[0], Array::new(dtype, x.shape.clone(), data));
+            }
+            OpKind::Bitcast { x } => {
+                let x = self.val(*x, op)?;
+                let (dtype, _) = self.result_type(op);
+                let data = x
+                    .data
+                    .iter()
+                    .map(|&v| from_bits(dtype, to_bits(x.dtype, v)))
+                    .collect();
                 self.set(op.results[0], Array::new(dtype, x.shape.clone(), data));
             }
             OpKind::Iota { dim } => {

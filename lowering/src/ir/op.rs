@@ -145,6 +145,10 @@ pub enum OpKind {
     Cast {
         x: ValueId,
     },
+    /// Reinterprets each element's bits as the result dtype, which has the same width.
+    Bitcast {
+        x: ValueId,
+    },
     /// Tile whose elements are their index along `dim`.
     Iota {
         dim: usize,
@@ -227,6 +231,7 @@ impl OpKind {
             OpKind::Compare { op, .. } => op.name(),
             OpKind::Select { .. } => "select",
             OpKind::Cast { .. } => "cast",
+            OpKind::Bitcast { .. } => "bitcast",
             OpKind::Iota { .. } => "iota",
             OpKind::Broadcast { .. } => "broadcast",
             OpKind::Reshape { .. } => "reshape",
@@ -291,6 +296,7 @@ impl OpKind {
                 .collect(),
             OpKind::Unary { x, .. }
             | OpKind::Cast { x }
+            | OpKind::Bitcast { x }
             | OpKind::Broadcast { x, .. }
             | OpKind::Reshape { x }
             | OpKind::Transpose { x, .. }

@@ -228,6 +228,23 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             }
             Ok(())
         }
+        OpKind::Bitcast { x } => {
+            one(1)?;
+            let (from, shape) = value_of(ty(*x)?, "operand")?;
+            let (to, rshape) = value_of(results[0], "result")?;
+            if shape != rshape {
+                return Err(format!("changes shape {shape:?} to {rshape:?}"));
+            }
+            if from == DType::Bool || to == DType::Bool || from.bits() != to.bits() {
+                return Err(format!(
+                    "cannot reinterpret {from} ({} bits) as {to} ({} bits): a bitcast keeps \
+                     the width (and bool has no bit pattern to share)",
+                    from.bits(),
+                    to.bits()
+                ));
+            }
+            Ok(())
+        }
         OpKind::Iota { dim } => {
             one(1)?;
             let (dtype, shape) = value_of(results[0], "result")?;

@@ -181,6 +181,17 @@ impl<'a> Lower<'a> {
                 vec![self.p.op1("arith.select", &[&c, &t, &f], "", ty)]
             }
             OpKind::Cast { x } => vec![self.cast_op(op, *x)?],
+            OpKind::Bitcast { x } => {
+                let (to, shape) = self.value_type(op.results.first().copied(), op)?;
+                let v = self.val(*x, op)?;
+                // Vectors through `tpu.bitcast`, scalars through `arith.bitcast` (as Pallas).
+                let name = if shape.is_empty() {
+                    "arith.bitcast"
+                } else {
+                    "tpu.bitcast"
+                };
+                vec![self.p.op1(name, &[&v], "", vector(to, &shape))]
+            }
             OpKind::Iota { dim } => vec![self.iota(op, *dim)?],
             OpKind::Broadcast { x, dims } => vec![self.broadcast(op, *x, dims)?],
             OpKind::Reshape { x } => vec![self.reshape(op, *x)?],

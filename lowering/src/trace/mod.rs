@@ -54,7 +54,7 @@ pub use control::{
     __fori, __if_else, __while, fori_loop, when, while_loop, Carry, CarryLeaf, IntoCond, RustValue,
 };
 pub use dot::{dot, dot_general, dot_i8, dot_t};
-pub use element::{Element, Float, Numeric};
+pub use element::{Element, Float, Int, Numeric};
 pub use error::TraceError;
 pub use grid::{num_programs, program_id, range};
 pub use index::{IndexList, IndexValue, IntoIndex};

@@ -251,6 +251,13 @@ impl<'a> BodyEmitter<'a> {
                     axes: b.axes,
                 }
             }
+            OpKind::Bitcast { x } => {
+                let b = self.get(*x)?;
+                Batched {
+                    v: f.bitcast_convert(&b.v, ty()?.dtype)?,
+                    axes: b.axes,
+                }
+            }
             OpKind::Binary { op: b, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
                 Batched {

@@ -268,6 +268,13 @@ impl Fold<'_> {
                     ..x
                 }
             }
+            OpKind::Bitcast { x } => {
+                let x = self.get(*x)?;
+                Folded {
+                    base: f.bitcast_convert(&x.base, ty()?.dtype)?,
+                    ..x
+                }
+            }
             OpKind::Binary { op: b, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
                 plain(
