@@ -59,6 +59,26 @@ fn cumsum_launch(kernel: Launch, dtype: DType, rows: usize, cols: usize, bc: usi
         .semantics([Parallel, Arbitrary])
 }
 
+/// Whole rows per block, every step parallel: running sum, maximum and minimum of each row
+/// (on the CPU plugin this folds into whole-array scans).
+#[tpu_kernel]
+fn row_scans(x: &Ref<f32>, total: &mut RefMut<f32>, high: &mut RefMut<f32>, low: &mut RefMut<f32>) {
+    let t = x.load();
+    total.store(cumsum(t, -1));
+    high.store(t.cummax(1));
+    low.store(t.cummin(1));
+}
+
+fn row_scans_launch(rows: usize, cols: usize) -> Launch {
+    let spec = || BlockSpec::new([ROWS, cols], |i| (i, 0));
+    row_scans::launch()
+        .grid([rows / ROWS])
+        .input(spec())
+        .output(spec(), [rows, cols])
+        .output(spec(), [rows, cols])
+        .output(spec(), [rows, cols])
+}
+
 /// The index of each row's first maximum and first minimum, side by side in two lanes
 /// groups: `o[:, 0]` argmax, `o[:, 1]` argmin (as `[rows, 1]` outputs).
 #[tpu_kernel]
@@ -166,6 +186,45 @@ fn row_cumsum_of_random_floats_matches_float64() {
 }
 
 #[test]
+fn whole_row_scans_are_exact_in_every_form() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let (rows, cols) = (16, 2 * LANES);
+    let xf: Vec<f32> = (0..rows * cols)
+        .map(|_| rng.gen_range(-1000..1000) as f32)
+        .collect();
+    let x = HostTensor::from_vec(vec![rows, cols], xf);
+    let xs = x.to_f64_vec();
+    let running = |f: fn(f64, f64) -> f64| -> Vec<f64> {
+        xs.chunks(cols)
+            .flat_map(|row| {
+                row.iter().scan(None, move |acc: &mut Option<f64>, &v| {
+                    *acc = Some(acc.map_or(v, |a| f(a, v)));
+                    *acc
+                })
+            })
+            .collect()
+    };
+    let want = [
+        cumsum_reference(&xs, cols),
+        running(f64::max),
+        running(f64::min),
+    ];
+    let launch = row_scans_launch(rows, cols);
+    let mut runs = run_everywhere(&launch, &[&x]);
+    runs.push((
+        "cpu batched",
+        launch
+            .run_as(&cpu(), &[&x], Form::Batched)
+            .expect("the batched form applies"),
+    ));
+    for (device, out) in runs {
+        for (k, name) in ["cumsum", "cummax", "cummin"].iter().enumerate() {
+            assert_eq!(out[k].to_f64_vec(), want[k], "{device}: {name}");
+        }
+    }
+}
+
+#[test]
 fn row_argmax_and_argmin_pick_the_first_extreme_on_every_device() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(13);
     let (rows, cols) = (16, 2 * LANES);
@@ -213,6 +272,12 @@ fn programs() -> Vec<(&'static str, KernelProgram)> {
                 .expect("traces"),
         ),
         (
+            "row_scans",
+            row_scans_launch(rows, cols)
+                .trace_program(&[(DType::F32, vec![rows, cols])])
+                .expect("traces"),
+        ),
+        (
             "row_arg_extremes",
             arg_launch(rows, cols)
                 .trace_program(&[(DType::F32, vec![rows, cols])])
@@ -225,11 +290,13 @@ fn programs() -> Vec<(&'static str, KernelProgram)> {
 fn scans_lower_to_mosaic_rotates_that_jaxlib_verifies() {
     for (name, program) in programs() {
         let m = lower_to_mosaic(&program, TpuGeneration::V6e).expect("lowers");
-        if name.starts_with("row_cumsum") {
-            // log2(128) = 7 Hillis-Steele steps along the lanes.
+        if name.starts_with("row_cumsum") || name == "row_scans" {
+            // One Hillis-Steele step per power of two below the block's width: log2(128) = 7
+            // for the column blocks, log2(256) = 8 for each of the three whole-row scans.
+            let rotates = if name == "row_scans" { 3 * 8 } else { 7 };
             assert_eq!(
                 m.readable.matches("\"tpu.dynamic_rotate\"").count(),
-                7,
+                rotates,
                 "{name}: {}",
                 m.readable
             );
@@ -254,7 +321,7 @@ fn cumsum_bad_axis(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().cumsum(2));
 }
 
-const BAD_AXIS_LINE: u32 = 254;
+const BAD_AXIS_LINE: u32 = 321;
 
 /// `argmax` over two axes at once (it takes one).
 #[tpu_kernel]
@@ -262,7 +329,7 @@ fn argmax_two_axes(x: &Ref<f32>, o: &mut RefMut<i32>) {
     o.store(x.load().argmax([0, 1], true));
 }
 
-const TWO_AXES_LINE: u32 = 262;
+const TWO_AXES_LINE: u32 = 329;
 
 fn trace_error(result: Result<Vec<HostTensor>, RuntimeError>) -> TraceError {
     match result {
