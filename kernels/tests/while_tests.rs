@@ -191,6 +191,36 @@ fn the_stablehlo_of_a_while_loop_is_a_stablehlo_while() {
     assert!(text.contains("stablehlo.while"), "{text}");
 }
 
+/// A `while` on a Rust condition: runs at trace time, like a Rust loop (three doublings).
+#[tpu_kernel]
+fn unrolled_doubling(x: &Ref<f32>, o: &mut RefMut<f32>) {
+    let mut t = x.load();
+    let mut n = 0;
+    while n < 3 {
+        t = t * 2.0;
+        n += 1;
+    }
+    o.store(t);
+}
+
+#[test]
+fn a_while_on_a_rust_condition_unrolls_at_trace_time() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(41);
+    let x = random_f32(&mut rng, vec![ROWS, LANES]);
+    let spec = || BlockSpec::new([ROWS, LANES], || (0, 0));
+    let launch = unrolled_doubling::launch()
+        .input(spec())
+        .output(spec(), [ROWS, LANES]);
+    let program = launch
+        .trace_program(&[(DType::F32, vec![ROWS, LANES])])
+        .expect("traces");
+    let text = program.to_string();
+    assert!(!text.contains("while iter("), "{text}");
+    assert_eq!(text.matches(" mul ").count(), 3, "{text}");
+    let want: Vec<f64> = x.to_f64_vec().iter().map(|v| v * 8.0).collect();
+    run_everywhere(&launch, &[&x], &want);
+}
+
 /// A `while` whose condition stores into a ref (conditions only compute).
 #[tpu_kernel]
 fn storing_condition(n: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
@@ -201,7 +231,7 @@ fn storing_condition(n: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load());
 }
 
-const STORING_LINE: u32 = 194;
+const STORING_LINE: u32 = 228;
 
 fn stores_then_compares(o: &RefMut<f32>, i: Scalar<i32>, n: Scalar<i32>) -> Scalar<bool> {
     o.store(zeros());
@@ -220,7 +250,7 @@ fn growing_carry(n: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(acc);
 }
 
-const GROWING_LINE: u32 = 212;
+const GROWING_LINE: u32 = 246;
 
 /// A `while` whose condition never turns false.
 #[tpu_kernel]
