@@ -59,14 +59,22 @@ fn cumsum_launch(kernel: Launch, dtype: DType, rows: usize, cols: usize, bc: usi
         .semantics([Parallel, Arbitrary])
 }
 
-/// Whole rows per block, every step parallel: running sum, maximum and minimum of each row
-/// (on the CPU plugin this folds into whole-array scans).
+/// Whole rows per block, every step parallel: running sum, maximum and minimum of each row,
+/// and the running sum down each column of the block (along the sublanes). On the CPU plugin
+/// this folds into whole-array scans.
 #[tpu_kernel]
-fn row_scans(x: &Ref<f32>, total: &mut RefMut<f32>, high: &mut RefMut<f32>, low: &mut RefMut<f32>) {
+fn row_scans(
+    x: &Ref<f32>,
+    total: &mut RefMut<f32>,
+    high: &mut RefMut<f32>,
+    low: &mut RefMut<f32>,
+    down: &mut RefMut<f32>,
+) {
     let t = x.load();
     total.store(cumsum(t, -1));
     high.store(t.cummax(1));
     low.store(t.cummin(1));
+    down.store(t.cumsum(0));
 }
 
 fn row_scans_launch(rows: usize, cols: usize) -> Launch {
@@ -74,6 +82,7 @@ fn row_scans_launch(rows: usize, cols: usize) -> Launch {
     row_scans::launch()
         .grid([rows / ROWS])
         .input(spec())
+        .output(spec(), [rows, cols])
         .output(spec(), [rows, cols])
         .output(spec(), [rows, cols])
         .output(spec(), [rows, cols])
@@ -204,10 +213,20 @@ fn whole_row_scans_are_exact_in_every_form() {
             })
             .collect()
     };
+    // Down the columns of each 8-row block.
+    let mut down = xs.clone();
+    for r in 0..rows {
+        if r % ROWS != 0 {
+            for c in 0..cols {
+                down[r * cols + c] += down[(r - 1) * cols + c];
+            }
+        }
+    }
     let want = [
         cumsum_reference(&xs, cols),
         running(f64::max),
         running(f64::min),
+        down,
     ];
     let launch = row_scans_launch(rows, cols);
     let mut runs = run_everywhere(&launch, &[&x]);
@@ -218,7 +237,10 @@ fn whole_row_scans_are_exact_in_every_form() {
             .expect("the batched form applies"),
     ));
     for (device, out) in runs {
-        for (k, name) in ["cumsum", "cummax", "cummin"].iter().enumerate() {
+        for (k, name) in ["cumsum", "cummax", "cummin", "cumsum down"]
+            .iter()
+            .enumerate()
+        {
             assert_eq!(out[k].to_f64_vec(), want[k], "{device}: {name}");
         }
     }
@@ -291,9 +313,10 @@ fn scans_lower_to_mosaic_rotates_that_jaxlib_verifies() {
     for (name, program) in programs() {
         let m = lower_to_mosaic(&program, TpuGeneration::V6e).expect("lowers");
         if name.starts_with("row_cumsum") || name == "row_scans" {
-            // One Hillis-Steele step per power of two below the block's width: log2(128) = 7
-            // for the column blocks, log2(256) = 8 for each of the three whole-row scans.
-            let rotates = if name == "row_scans" { 3 * 8 } else { 7 };
+            // One Hillis-Steele step per power of two below the scanned dim: log2(128) = 7
+            // for the column blocks; log2(256) = 8 for each of the three whole-row scans and
+            // log2(8) = 3 down the sublanes.
+            let rotates = if name == "row_scans" { 3 * 8 + 3 } else { 7 };
             assert_eq!(
                 m.readable.matches("\"tpu.dynamic_rotate\"").count(),
                 rotates,
@@ -321,7 +344,7 @@ fn cumsum_bad_axis(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().cumsum(2));
 }
 
-const BAD_AXIS_LINE: u32 = 321;
+const BAD_AXIS_LINE: u32 = 344;
 
 /// `argmax` over two axes at once (it takes one).
 #[tpu_kernel]
@@ -329,7 +352,7 @@ fn argmax_two_axes(x: &Ref<f32>, o: &mut RefMut<i32>) {
     o.store(x.load().argmax([0, 1], true));
 }
 
-const TWO_AXES_LINE: u32 = 329;
+const TWO_AXES_LINE: u32 = 352;
 
 fn trace_error(result: Result<Vec<HostTensor>, RuntimeError>) -> TraceError {
     match result {
