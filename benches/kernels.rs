@@ -1,7 +1,8 @@
 //! Each shipped kernel, lowered by Tessera, vs the same math written by hand as plain
 //! StableHLO (one `dot_general`, whole-array softmax, ...), both on the CPU plugin with inputs
-//! on device. Criterion times each; a side-by-side pass at the end prints the ratio
-//! handwritten/tessera of interleaved medians (goal >= 0.95).
+//! on device; and the DSL test kernels that have such a counterpart (row cumulative sums, see
+//! kernels/tests/scan_tests.rs). Criterion times each; a side-by-side pass at the end prints
+//! the ratio handwritten/tessera of interleaved medians (goal >= 0.95).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::sync::Arc;
@@ -75,6 +76,22 @@ fn handwritten(name: &str, s: &[usize]) -> String {
 }}"
             )
         }
+        "row_cumsum" | "row_cumsum_carried" => {
+            let ty = t(s);
+            format!(
+                "func.func public @main(%x: {ty}) -> {ty} {{
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = \"stablehlo.reduce_window\"(%x, %zero) ({{
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }}) {{window_dimensions = array<i64: 1, {n}>, padding = dense<[[0, 0], [{p}, 0]]> : tensor<2x2xi64>}} : ({ty}, tensor<f32>) -> {ty}
+  return %0 : {ty}
+}}",
+                n = s[1],
+                p = s[1] - 1
+            )
+        }
         other => panic!("no handwritten StableHLO for `{other}`"),
     };
     format!("module @hand_{name} {{\n{body}\n}}")
@@ -94,44 +111,106 @@ fn run(exe: &Executable, inputs: &[Buffer]) {
     }
 }
 
+/// DSL test kernels (not shipped) with a hand-written counterpart: row cumulative sums of a
+/// `[rows, cols]` array, whole rows per block (all steps parallel), and in 128-column blocks
+/// with the running total carried in scratch along a sequential axis (as in scan_tests.rs).
+mod test_kernels {
+    use tessera::lowering::prelude::*;
+    use tessera::lowering::trace::Launch;
+    use tessera_macros::tpu_kernel;
+
+    #[tpu_kernel]
+    pub fn row_cumsum(x: &Ref<f32>, o: &mut RefMut<f32>) {
+        o.store(x.load().cumsum(1));
+    }
+
+    #[tpu_kernel]
+    pub fn row_cumsum_carried(x: &Ref<f32>, o: &mut RefMut<f32>, carry: &mut Scratch<f32>) {
+        if program_id(1).eq(0) {
+            carry.store(zeros());
+        }
+        let t = x.load();
+        let before = carry.load();
+        o.store(t.cumsum(1) + before);
+        carry.store(before + t.sum(1, true));
+    }
+
+    pub const SHAPE: [usize; 2] = [256, 256];
+
+    pub fn launches() -> Vec<(&'static str, Launch)> {
+        let [rows, cols] = SHAPE;
+        vec![
+            (
+                "row_cumsum",
+                row_cumsum::launch()
+                    .grid([rows / 8])
+                    .input(BlockSpec::new([8, cols], |i| (i, 0)))
+                    .output(BlockSpec::new([8, cols], |i| (i, 0)), [rows, cols]),
+            ),
+            (
+                "row_cumsum_carried",
+                row_cumsum_carried::launch()
+                    .grid([rows / 8, cols / 128])
+                    .input(BlockSpec::new([8, 128], |i, j| (i, j)))
+                    .output(BlockSpec::new([8, 128], |i, j| (i, j)), [rows, cols])
+                    .scratch(Vmem::<f32>::new([8, 128]))
+                    .semantics([Parallel, Arbitrary]),
+            ),
+        ]
+    }
+}
+
 fn pairs(device: &Device) -> Vec<Pair> {
     let client = device.client().expect("cpu client");
-    tessera_kernels::shipped()
-        .iter()
-        .map(|k| {
-            let shape = k.default_shape;
-            let shapes = (k.input_shapes)(shape);
-            let sig: Vec<(DType, Vec<usize>)> =
-                shapes.iter().map(|s| (DType::F32, s.clone())).collect();
-            let program = (k.launch)(shape)
-                .expect("launch")
-                .trace_program(&sig)
-                .expect("traces");
-            let tessera = compile_program(&program, device, Form::Auto).expect("tessera compiles");
-            let hand = client
-                .compile_cached(&handwritten(k.name, shape), &CompileOptions::default())
-                .expect("handwritten compiles");
-            let inputs = shapes
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let n: usize = s.iter().product();
-                    let v: Vec<f64> = (0..n)
-                        .map(|j| ((j * 7 + i * 13) % 17) as f64 / 17.0 - 0.5)
-                        .collect();
-                    client
-                        .upload(&HostTensor::from_f64(DType::F32, s.clone(), &v))
-                        .expect("upload")
-                })
-                .collect();
-            Pair {
-                name: k.name,
-                tessera,
-                hand,
-                inputs,
-            }
-        })
-        .collect()
+    let pair = |name: &'static str,
+                launch: tessera::lowering::trace::Launch,
+                shape: &[usize],
+                shapes: Vec<Vec<usize>>| {
+        let sig: Vec<(DType, Vec<usize>)> =
+            shapes.iter().map(|s| (DType::F32, s.clone())).collect();
+        let program = launch.trace_program(&sig).expect("traces");
+        let tessera = compile_program(&program, device, Form::Auto).expect("tessera compiles");
+        let hand = client
+            .compile_cached(&handwritten(name, shape), &CompileOptions::default())
+            .expect("handwritten compiles");
+        let inputs = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let n: usize = s.iter().product();
+                let v: Vec<f64> = (0..n)
+                    .map(|j| ((j * 7 + i * 13) % 17) as f64 / 17.0 - 0.5)
+                    .collect();
+                client
+                    .upload(&HostTensor::from_f64(DType::F32, s.clone(), &v))
+                    .expect("upload")
+            })
+            .collect();
+        Pair {
+            name,
+            tessera,
+            hand,
+            inputs,
+        }
+    };
+    let shipped = tessera_kernels::shipped().iter().map(|k| {
+        let shape = k.default_shape;
+        pair(
+            k.name,
+            (k.launch)(shape).expect("launch"),
+            shape,
+            (k.input_shapes)(shape),
+        )
+    });
+    let tests = test_kernels::launches().into_iter().map(|(name, launch)| {
+        pair(
+            name,
+            launch,
+            &test_kernels::SHAPE,
+            vec![test_kernels::SHAPE.to_vec()],
+        )
+    });
+    shipped.chain(tests).collect()
 }
 
 fn median_us(f: &mut dyn FnMut(), n: usize) -> f64 {
@@ -157,7 +236,7 @@ fn kernels(c: &mut Criterion) {
     }
     // Side by side, interleaved in rounds so that machine noise hits both alike.
     println!(
-        "\n{:<12} {:>14} {:>16} {:>22}",
+        "\n{:<20} {:>14} {:>16} {:>22}",
         "kernel", "tessera us", "handwritten us", "ratio hand/tessera"
     );
     for p in &pairs {
@@ -169,7 +248,7 @@ fn kernels(c: &mut Criterion) {
         ts.sort_by(f64::total_cmp);
         hs.sort_by(f64::total_cmp);
         let (t, h) = (ts[ts.len() / 2], hs[hs.len() / 2]);
-        println!("{:<12} {:>14.1} {:>16.1} {:>22.3}", p.name, t, h, h / t);
+        println!("{:<20} {:>14.1} {:>16.1} {:>22.3}", p.name, t, h, h / t);
     }
 }
 

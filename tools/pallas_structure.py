@@ -3,12 +3,13 @@
 
 Usage:
   pallas_structure.py [--add M N BM BN] [--matmul M N K B] [--softmax M N BM]
-                      [--gather N_OUT V] [--bmm B M K N] [--dtype D]
+                      [--gather N_OUT V] [--bmm B M K N] [--gmm M K N G] [--dtype D]
       Lowers the Pallas equivalents of Tessera's add, matmul (f32 VMEM accumulator, k axis
       `arbitrary`), row softmax, a row-block gather by scalar-prefetched indices
-      (`PrefetchScalarGridSpec`) and a batched matmul with a squeezed (`None`) batch dim for
-      TPU -- no TPU needed -- and prints one JSON object
-      {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S}.
+      (`PrefetchScalarGridSpec`), a batched matmul with a squeezed (`None`) batch dim and a
+      grouped matmul over ragged groups (group offsets by scalar prefetch, 8x128 output
+      blocks) for TPU -- no TPU needed -- and prints one JSON object
+      {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S, "gmm": S}.
   pallas_structure.py --module FILE [FILE ...]
       Prints {FILE: S} for Mosaic modules as text (serialized or readable), e.g. Tessera's.
 
@@ -118,6 +119,46 @@ def bmm(b, m, k, n, dtype):
     return call, [jax.ShapeDtypeStruct((b, m, k), dtype), jax.ShapeDtypeStruct((b, k, n), dtype)]
 
 
+def gmm(m, k, n, groups, dtype):
+    # Rows offs[g]..offs[g+1] of x times w[g]; each (row block, column block) visits every
+    # group along the last, sequential axis and takes the rows of the groups it overlaps.
+    bm, bn = 8, 128
+
+    def kernel(offs_ref, x_ref, w_ref, o_ref, acc_ref):
+        g = pl.program_id(2)
+
+        @pl.when(g == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        lo, hi = offs_ref[g], offs_ref[g + 1]
+        first = pl.program_id(0) * bm
+
+        @pl.when((lo < first + bm) & (hi > first))
+        def _():
+            rows = jax.lax.broadcasted_iota(jnp.int32, (bm, bn), 0) + first
+            mine = (rows >= lo) & (rows < hi)
+            prod = jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+            acc_ref[...] = jnp.where(mine, prod, acc_ref[...])
+
+        @pl.when(g == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1,
+        grid=(m // bm, n // bn, groups),
+        in_specs=[pl.BlockSpec((bm, k), lambda i, j, g, offs: (i, 0)),
+                  pl.BlockSpec((None, k, bn), lambda i, j, g, offs: (g, 0, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, g, offs: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+    )
+    call = pl.pallas_call(kernel, grid_spec=grid_spec, out_shape=jax.ShapeDtypeStruct((m, n), dtype),
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")))
+    return call, [jax.ShapeDtypeStruct((groups + 1,), jnp.int32), jax.ShapeDtypeStruct((m, k), dtype),
+                  jax.ShapeDtypeStruct((groups, k, n), dtype)]
+
+
 def mosaic_body(call, args):
     """The Mosaic module bytes inside the lowered tpu_custom_call."""
     text = jax.jit(call).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
@@ -187,6 +228,7 @@ def main(argv):
     ap.add_argument("--softmax", nargs=3, type=int, default=[64, 256, 16], metavar=("M", "N", "BM"))
     ap.add_argument("--gather", nargs=2, type=int, default=[4, 6], metavar=("N_OUT", "V"))
     ap.add_argument("--bmm", nargs=4, type=int, default=[3, 128, 256, 128], metavar=("B", "M", "K", "N"))
+    ap.add_argument("--gmm", nargs=4, type=int, default=[64, 128, 256, 4], metavar=("M", "K", "N", "G"))
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--module", nargs="+", metavar="FILE")
     a = ap.parse_args(argv)
@@ -195,7 +237,7 @@ def main(argv):
     else:
         dtype = jnp.dtype(a.dtype)
         kernels = {"add": add(*a.add, dtype), "matmul": matmul(*a.matmul, dtype), "softmax": softmax(*a.softmax, dtype),
-                   "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype)}
+                   "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype), "gmm": gmm(*a.gmm, dtype)}
         out = {name: structure(mosaic_body(call, args)) for name, (call, args) in kernels.items()}
     print(json.dumps(out, indent=1, sort_keys=True))
     return 0

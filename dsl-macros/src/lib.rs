@@ -19,8 +19,9 @@ mod test_util;
 ///
 /// Parameters are `&Ref<E>` (inputs), `&mut RefMut<E>` (outputs) and `&mut Scratch<E>` (scratch
 /// buffers); `E` is a concrete element type or the one generic `T: Float` / `T: Element`.
-/// `if`/`else` and `for i in range(..)` are rewritten into traced regions; syntax that cannot be
-/// traced (`match`, `while`, closures, early `return`, `?`, ...) is a compile error at its span.
+/// `if`/`else`, `while` and `for i in range(..)` are rewritten into traced regions; syntax that
+/// cannot be traced (`match`, `loop`, closures, early `return`, `?`, ...) is a compile error at
+/// its span.
 ///
 /// ```
 /// use tessera_lowering::prelude::*;

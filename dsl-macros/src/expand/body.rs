@@ -1,4 +1,4 @@
-//! Rewrites every `if` and `range` loop of the body, inside-out, into tracer calls.
+//! Rewrites every `if`, `while` and `range` loop of the body, inside-out, into tracer calls.
 
 use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Expr};
@@ -23,7 +23,7 @@ impl VisitMut for Rewriter<'_> {
 
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         let traced = match &*expr {
-            Expr::If(_) => true,
+            Expr::If(_) | Expr::While(_) => true,
             Expr::ForLoop(node) => is_range_loop(node),
             _ => false,
         };
@@ -35,6 +35,7 @@ impl VisitMut for Rewriter<'_> {
         }
         let tokens = match expr {
             Expr::If(node) => control_flow::if_else(self.lowering, node, &carried),
+            Expr::While(node) => control_flow::while_loop(self.lowering, node, &carried),
             Expr::ForLoop(node) => match RangeLoop::parse(node) {
                 Ok(Some(range)) => control_flow::range_loop(self.lowering, range, &carried),
                 _ => return,

@@ -1,4 +1,5 @@
-//! One `if`/`else` or `range` loop -> a call to `L::trace::__if_else` / `L::trace::__fori`.
+//! One `if`/`else`, `range` loop or `while` -> a call to `L::trace::__if_else` /
+//! `L::trace::__fori` / `L::trace::__while`.
 //!
 //! The branches and the loop body become closures; the carried variables go in as a tuple, come
 //! back out of the closure and are assigned back. The closures borrow what else they use
@@ -8,7 +9,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{quote_spanned, ToTokens};
-use syn::{ExprIf, Ident};
+use syn::{ExprIf, ExprWhile, Ident};
 
 use crate::crate_path::Lowering;
 use crate::parse::control_flow::RangeLoop;
@@ -52,6 +53,25 @@ pub fn range_loop(lowering: &Lowering, range: RangeLoop, carried: &[Ident]) -> T
                 #body;
                 (#(#carried,)*)
             });
+            (#(#carried,)*) = __carry;
+        }
+    }
+}
+
+/// `while COND { BODY }` -> one traced loop (or a trace-time loop for a Rust condition):
+/// the condition and the body each become a closure over the carried variables.
+pub fn while_loop(lowering: &Lowering, node: &ExprWhile, carried: &[Ident]) -> TokenStream {
+    let span = node.while_token.span;
+    let l = lowering.at(span);
+    let cond = &node.cond;
+    let body = &node.body;
+    quote_spanned! {span=>
+        {
+            let __carry = #l::trace::__while(
+                (#(#carried,)*),
+                |(#(mut #carried,)*)| #cond,
+                |(#(mut #carried,)*)| { #body; (#(#carried,)*) },
+            );
             (#(#carried,)*) = __carry;
         }
     }
@@ -160,6 +180,30 @@ mod tests {
         assert_eq!(second.args[0].to_token_stream().to_string(), "lo");
         assert_eq!(second.args[1].to_token_stream().to_string(), "hi");
         assert!(tuple_names(&second.args[2]).is_empty());
+    }
+
+    #[test]
+    fn while_loops_become_while_with_their_carry() {
+        let body = rewritten_body(quote! {
+            fn k() {
+                let mut i = zeros();
+                let mut acc = zeros();
+                while i.lt(n) { acc = acc + x.load(); i = i + 1; }
+            }
+        });
+        let calls = calls_to(&body, "__while");
+        assert_eq!(calls.len(), 1);
+        let call = &calls[0];
+        assert_eq!(call.args.len(), 3);
+        assert_eq!(tuple_names(&call.args[0]), ["acc", "i"]);
+        for arg in [1, 2] {
+            let closure = closure_arg(call, arg);
+            assert!(
+                closure.capture.is_none(),
+                "closures borrow, they do not move"
+            );
+            assert_eq!(tuple_pattern(&closure.inputs[0]), ["mut acc", "mut i"]);
+        }
     }
 
     #[test]

@@ -23,12 +23,14 @@ pub fn check(body: &Block, errors: &mut Errors) {
 /// What a `break`/`continue` would have to cross to reach its loop.
 enum Frame {
     /// A Rust `for` loop: stays a loop, so `break`/`continue` into it are fine.
-    /// (Rejected `while`/`loop`s count too, so their jumps are not reported twice.)
+    /// (Rejected `loop`s count too, so their jumps are not reported twice.)
     RustLoop(Option<Lifetime>),
     /// A rewritten `if` branch: a closure.
     IfBranch,
     /// A rewritten `range` loop body: a closure traced once.
     RangeBody,
+    /// A rewritten `while` body: a closure (traced once, or run per trip at trace time).
+    WhileBody,
 }
 
 struct Checker<'a> {
@@ -54,6 +56,16 @@ impl Checker<'_> {
                             "`{keyword}` cannot leave an `if` in a kernel body (its branches are \
                              traced as regions): restructure the loop, e.g. guard the rest of \
                              its body with the `if`"
+                        ),
+                    )
+                }
+                Frame::WhileBody => {
+                    return self.reject(
+                        node,
+                        &format!(
+                            "`{keyword}` cannot be used in a `while` loop of a kernel body: its \
+                             body is traced as a region; fold the exit into the condition (carry \
+                             a flag and test it in the `while`)"
                         ),
                     )
                 }
@@ -106,9 +118,16 @@ impl<'ast> Visit<'ast> for Checker<'_> {
     }
 
     fn visit_expr_while(&mut self, node: &'ast syn::ExprWhile) {
-        self.visit_expr(&node.cond);
-        let label = node.label.as_ref().map(|l| l.name.clone());
-        self.within(Frame::RustLoop(label), |this| this.visit_block(&node.body));
+        if let Some(label) = &node.label {
+            self.reject(
+                label,
+                "a labeled `while` is not supported in a kernel body: nothing can jump to it",
+            );
+        }
+        self.within(Frame::WhileBody, |this| {
+            this.visit_expr(&node.cond);
+            this.visit_block(&node.body)
+        });
     }
 
     fn visit_expr_loop(&mut self, node: &'ast syn::ExprLoop) {
@@ -148,7 +167,6 @@ impl<'ast> Visit<'ast> for Checker<'_> {
         let error = |tokens: &dyn ToTokens, message: &str| syn::Error::new_spanned(tokens, message);
         let rejected = match node {
             Expr::Match(m) => Some(error(&m.match_token, MATCH)),
-            Expr::While(w) => Some(error(&w.while_token, &loops("while"))),
             Expr::Loop(l) => Some(error(&l.loop_token, &loops("loop"))),
             Expr::Closure(c) => Some(error(c, CLOSURE)),
             Expr::Return(r) => Some(error(r, RETURN)),
@@ -169,8 +187,8 @@ impl<'ast> Visit<'ast> for Checker<'_> {
 fn loops(keyword: &str) -> String {
     format!(
         "`{keyword}` is not supported in a kernel body: use `for i in range(lo, hi)` (a \
-         traced loop with a fixed trip count) or a Rust `for` over a Rust range (unrolled at \
-         trace time)"
+         traced loop with a fixed trip count), `while cond {{ .. }}` (a traced condition) or a \
+         Rust `for` over a Rust range (unrolled at trace time)"
     )
 }
 
@@ -202,7 +220,7 @@ mod tests {
                 }),
                 &["`match`", "`if`/`else`"][..],
             ),
-            (quote!(while c {}), &["`while` is not", "range(lo, hi)"]),
+            (quote!('a: while c {}), &["labeled `while`"]),
             (quote!(loop {}), &["`loop` is not", "range(lo, hi)"]),
             (quote!(let f = |t| t;), &["closures", "helper `fn`"]),
             (quote!(return;), &["`return`", "`else`"]),
@@ -305,7 +323,7 @@ mod tests {
                 match v {
                     _ => {}
                 }
-                while c {}
+                loop {}
                 fn helper(v: Option<i32>) -> i32 {
                     match v {
                         Some(x) => x,

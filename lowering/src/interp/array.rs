@@ -96,6 +96,38 @@ pub(crate) fn convert(dtype: DType, x: f64) -> f64 {
     }
 }
 
+/// The bit pattern of `x` as an element of `dtype` (integers as two's complement).
+pub(crate) fn to_bits(dtype: DType, x: f64) -> u64 {
+    match dtype {
+        DType::F64 | DType::C128 => x.to_bits(),
+        DType::F32 | DType::C64 => u64::from((x as f32).to_bits()),
+        DType::BF16 => u64::from(bf16::from_f64(x).to_bits()),
+        DType::F16 => u64::from(f16::from_f64(x).to_bits()),
+        DType::Bool => u64::from(x != 0.0),
+        int => (x as i128).rem_euclid(1i128 << int.bits()) as u64,
+    }
+}
+
+/// The element of `dtype` whose bit pattern is `bits` (the inverse of [`to_bits`]).
+pub(crate) fn from_bits(dtype: DType, bits: u64) -> f64 {
+    match dtype {
+        DType::F64 | DType::C128 => f64::from_bits(bits),
+        DType::F32 | DType::C64 => f64::from(f32::from_bits(bits as u32)),
+        DType::BF16 => bf16::from_bits(bits as u16).to_f64(),
+        DType::F16 => f16::from_bits(bits as u16).to_f64(),
+        DType::Bool => f64::from(u8::from(bits != 0)),
+        int => {
+            let m = 1i128 << int.bits();
+            let b = i128::from(bits) % m;
+            (if int.is_signed_int() && b >= m / 2 {
+                b - m
+            } else {
+                b
+            }) as f64
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +140,18 @@ mod tests {
         assert_eq!(round(DType::F32, 0.1), 0.1f32 as f64);
         assert_eq!(convert(DType::I8, 300.7), 127.0);
         assert_eq!(convert(DType::I32, -2.9), -2.0);
+    }
+
+    #[test]
+    fn bit_patterns_round_trip() {
+        assert_eq!(to_bits(DType::F32, -0.0), 0x8000_0000);
+        assert_eq!(from_bits(DType::I32, 0x8000_0000), -2147483648.0);
+        assert_eq!(
+            from_bits(DType::F32, to_bits(DType::I32, 1065353216.0)),
+            1.0
+        );
+        assert_eq!(to_bits(DType::I16, -1.0), 0xffff);
+        assert_eq!(from_bits(DType::BF16, 0x3f80), 1.0);
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub enum InterpError {
         loc: Loc,
     },
 
+    #[error("{loc}: `while` ran {trips} trips without its condition turning false; a loop that never ends is a kernel bug")]
+    WhileLimit { trips: u64, loc: Loc },
+
     /// IR the interpreter cannot run; verified programs do not produce it.
     #[error("{loc}: `{op}`: {message}")]
     Invalid {

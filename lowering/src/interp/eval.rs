@@ -1,8 +1,8 @@
 //! Evaluates one IR function: values in f64, rounded to the op's dtype after every op.
 
-use super::array::{convert, round, strides, unravel, Array};
+use super::array::{convert, from_bits, round, strides, to_bits, unravel, Array};
 use super::error::InterpError;
-use super::ops::{binary, compare, copy_window, dot, paste_window, reduce, unary_fn};
+use super::ops::{binary, compare, copy_window, dot, paste_window, reduce, scan, unary_fn};
 use crate::dtype::DType;
 use crate::ir::{Func, Loc, Offset, OpKind, Operation, Region, ValueId};
 use std::rc::Rc;
@@ -24,6 +24,11 @@ pub(crate) struct Machine<'a> {
 }
 
 type Res<T> = Result<T, InterpError>;
+
+/// A `while` loop that runs more trips than this in one grid step is reported instead of
+/// hanging the interpreter (a condition that never turns false is a bug in the kernel; a
+/// million sequential trips per step is far beyond what a TPU kernel runs in practice).
+pub(crate) const MAX_WHILE_TRIPS: u64 = 1 << 20;
 
 fn invalid(op: &Operation, message: impl Into<String>) -> InterpError {
     InterpError::Invalid {
@@ -260,6 +265,16 @@ impl<'a> Machine<'a> {
                 let data = x.data.iter().map(|&v| convert(dtype, v)).collect();
                 self.set(op.results[0], Array::new(dtype, x.shape.clone(), data));
             }
+            OpKind::Bitcast { x } => {
+                let x = self.val(*x, op)?;
+                let (dtype, _) = self.result_type(op);
+                let data = x
+                    .data
+                    .iter()
+                    .map(|&v| from_bits(dtype, to_bits(x.dtype, v)))
+                    .collect();
+                self.set(op.results[0], Array::new(dtype, x.shape.clone(), data));
+            }
             OpKind::Iota { dim } => {
                 let (dtype, shape) = self.result_type(op);
                 let mut idx = vec![0; shape.len()];
@@ -322,6 +337,11 @@ impl<'a> Machine<'a> {
                 let (dtype, shape) = self.result_type(op);
                 self.set(op.results[0], Array::new(dtype, shape, a));
             }
+            OpKind::Scan { op: sop, x, axis } => {
+                let x = self.val(*x, op)?;
+                let data = scan(*sop, &x, *axis);
+                self.set(op.results[0], Array::new(x.dtype, x.shape.clone(), data));
+            }
             OpKind::Dot {
                 lhs,
                 rhs,
@@ -354,6 +374,37 @@ impl<'a> Machine<'a> {
                 for i in lo..hi {
                     self.set(body.args[0], Array::new(DType::I32, vec![], vec![i as f64]));
                     for (a, c) in body.args[1..].iter().zip(carried) {
+                        self.env[a.0 as usize] = Some(c);
+                    }
+                    carried = self.region(body)?;
+                }
+                self.bind(op, carried);
+            }
+            OpKind::While { init, cond, body } => {
+                let mut carried = init
+                    .iter()
+                    .map(|v| self.get(*v, Some(op)))
+                    .collect::<Res<Vec<_>>>()?;
+                let mut trips: u64 = 0;
+                loop {
+                    for (a, c) in cond.args.iter().zip(&carried) {
+                        self.env[a.0 as usize] = Some(c.clone());
+                    }
+                    let go = match self.region(cond)?.first() {
+                        Some(Rt::Val(c)) => c.scalar() != 0.0,
+                        _ => return Err(invalid(op, "the condition yields no bool")),
+                    };
+                    if !go {
+                        break;
+                    }
+                    trips += 1;
+                    if trips > MAX_WHILE_TRIPS {
+                        return Err(InterpError::WhileLimit {
+                            trips: MAX_WHILE_TRIPS,
+                            loc: op.loc,
+                        });
+                    }
+                    for (a, c) in body.args.iter().zip(carried) {
                         self.env[a.0 as usize] = Some(c);
                     }
                     carried = self.region(body)?;

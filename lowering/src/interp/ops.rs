@@ -48,7 +48,38 @@ pub(crate) fn binary(op: BinaryOp, dtype: DType, a: f64, b: f64) -> f64 {
         BinaryOp::And => ((a as i64) & (b as i64)) as f64,
         BinaryOp::Or if dtype == DType::Bool => f64::from(u8::from(a != 0.0 || b != 0.0)),
         BinaryOp::Or => ((a as i64) | (b as i64)) as f64,
+        BinaryOp::Xor if dtype == DType::Bool => f64::from(u8::from((a != 0.0) != (b != 0.0))),
+        BinaryOp::Xor => ((a as i64) ^ (b as i64)) as f64,
+        BinaryOp::Shl | BinaryOp::ShrArithmetic | BinaryOp::ShrLogical => shift(op, dtype, a, b),
     }
+}
+
+/// StableHLO's shifts on the `bits`-wide pattern of `a`: an amount outside `0..bits` (as
+/// unsigned) shifts everything out (0), or fills with the sign for the arithmetic right
+/// shift. The result is wrapped to the dtype.
+fn shift(op: BinaryOp, dtype: DType, a: f64, b: f64) -> f64 {
+    let bits = dtype.bits() as u32;
+    let m = 1i128 << bits;
+    let pattern = (a as i128).rem_euclid(m);
+    let signed = if pattern >= m / 2 {
+        pattern - m
+    } else {
+        pattern
+    };
+    let amount = (b as i128).rem_euclid(m);
+    let inside = amount < i128::from(bits);
+    let r = match op {
+        BinaryOp::Shl if inside => (pattern << amount).rem_euclid(m),
+        BinaryOp::ShrLogical if inside => pattern >> amount,
+        BinaryOp::ShrArithmetic => (signed >> amount.min(i128::from(bits) - 1)).rem_euclid(m),
+        _ => 0,
+    };
+    // Wrapped here, where it is exact (a shifted 32-bit pattern can pass 2^53).
+    (if dtype.is_signed_int() && r >= m / 2 {
+        r - m
+    } else {
+        r
+    }) as f64
 }
 
 pub(crate) fn compare(op: CompareOp, a: f64, b: f64) -> bool {
@@ -90,6 +121,35 @@ pub(crate) fn reduce(op: ReduceOp, x: &Array, axes: &[usize]) -> Vec<f64> {
         };
     }
     out.into_iter().map(|v| round(x.dtype, v)).collect()
+}
+
+/// Inclusive scan of `x` along `axis`: sums run in f64 and each result is rounded once
+/// (exact for integers below 2^53), max/min propagate NaN.
+pub(crate) fn scan(op: ReduceOp, x: &Array, axis: usize) -> Vec<f64> {
+    let st = strides(&x.shape);
+    let (n, step) = (x.shape[axis], st[axis]);
+    let mut out = x.data.clone();
+    let mut idx = vec![0; x.shape.len()];
+    for f in 0..x.data.len() {
+        unravel(f, &x.shape, &mut idx);
+        if idx[axis] != 0 {
+            continue;
+        }
+        // `f` starts a line along the axis: run it in f64, round each output.
+        let mut acc = x.data[f];
+        out[f] = round(x.dtype, acc);
+        for i in 1..n {
+            let v = x.data[f + i * step];
+            acc = match op {
+                ReduceOp::Sum => acc + v,
+                _ if v.is_nan() || acc.is_nan() => f64::NAN,
+                ReduceOp::Max => acc.max(v),
+                ReduceOp::Min => acc.min(v),
+            };
+            out[f + i * step] = round(x.dtype, acc);
+        }
+    }
+    out
 }
 
 /// 2-D matmul; each product and partial sum is rounded to the accumulator dtype.

@@ -106,6 +106,7 @@ impl Printer<'_> {
                 "{name} {x} axes {axes:?}{}",
                 if *keepdims { " keepdims" } else { "" }
             )?,
+            OpKind::Scan { x, axis, .. } => write!(self.out, "{name} {x} axis {axis}")?,
             OpKind::Dot {
                 lhs,
                 rhs,
@@ -139,6 +140,19 @@ impl Printer<'_> {
                     list(&body.args),
                     op.loc
                 )?;
+                self.region_body(body, depth + 1, "yield")?;
+                return self.close(op, &pad);
+            }
+            OpKind::While { init, cond, body } => {
+                writeln!(
+                    self.out,
+                    "while iter({}) ^({}) {{  // {}",
+                    list(init),
+                    list(&cond.args),
+                    op.loc
+                )?;
+                self.region_body(cond, depth + 1, "condition")?;
+                writeln!(self.out, "{pad}}} do ^({}) {{", list(&body.args))?;
                 self.region_body(body, depth + 1, "yield")?;
                 return self.close(op, &pad);
             }

@@ -160,7 +160,8 @@ impl Walker<'_> {
             },
             OpKind::ProgramId { axis }
             | OpKind::NumPrograms { axis }
-            | OpKind::Iota { dim: axis } => h.usize(*axis),
+            | OpKind::Iota { dim: axis }
+            | OpKind::Scan { axis, .. } => h.usize(*axis),
             OpKind::LoadSlice { starts, sizes, .. } => {
                 h.dims(sizes);
                 self.offsets(starts);

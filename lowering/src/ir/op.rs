@@ -145,6 +145,10 @@ pub enum OpKind {
     Cast {
         x: ValueId,
     },
+    /// Reinterprets each element's bits as the result dtype, which has the same width.
+    Bitcast {
+        x: ValueId,
+    },
     /// Tile whose elements are their index along `dim`.
     Iota {
         dim: usize,
@@ -171,6 +175,13 @@ pub enum OpKind {
         axes: Vec<usize>,
         keepdims: bool,
     },
+    /// Inclusive scan along `axis` (`cumsum`, `cummax`, `cummin`): element `i` along the
+    /// axis combines elements `0..=i`. Same type as the operand.
+    Scan {
+        op: ReduceOp,
+        x: ValueId,
+        axis: usize,
+    },
     /// 2-D matmul `op(lhs) @ op(rhs)` where `op` transposes when asked; products are
     /// accumulated in the result dtype, f32 (see [`dot_accumulator`](super::dot_accumulator)).
     Dot {
@@ -193,6 +204,14 @@ pub enum OpKind {
         init: Vec<ValueId>,
         body: Region,
     },
+    /// `while cond(carried) { carried = body(carried) }`: `cond`'s args are the carried
+    /// values and it yields one `bool` scalar; `body`'s args are the carried values and it
+    /// yields the next ones. Results are the final carried values.
+    While {
+        init: Vec<ValueId>,
+        cond: Region,
+        body: Region,
+    },
 }
 
 impl OpKind {
@@ -212,6 +231,7 @@ impl OpKind {
             OpKind::Compare { op, .. } => op.name(),
             OpKind::Select { .. } => "select",
             OpKind::Cast { .. } => "cast",
+            OpKind::Bitcast { .. } => "bitcast",
             OpKind::Iota { .. } => "iota",
             OpKind::Broadcast { .. } => "broadcast",
             OpKind::Reshape { .. } => "reshape",
@@ -225,9 +245,19 @@ impl OpKind {
             OpKind::Reduce {
                 op: ReduceOp::Min, ..
             } => "reduce_min",
+            OpKind::Scan {
+                op: ReduceOp::Sum, ..
+            } => "cumsum",
+            OpKind::Scan {
+                op: ReduceOp::Max, ..
+            } => "cummax",
+            OpKind::Scan {
+                op: ReduceOp::Min, ..
+            } => "cummin",
             OpKind::Dot { .. } => "dot",
             OpKind::If { .. } => "if",
             OpKind::Fori { .. } => "fori",
+            OpKind::While { .. } => "while",
         }
     }
 
@@ -266,10 +296,12 @@ impl OpKind {
                 .collect(),
             OpKind::Unary { x, .. }
             | OpKind::Cast { x }
+            | OpKind::Bitcast { x }
             | OpKind::Broadcast { x, .. }
             | OpKind::Reshape { x }
             | OpKind::Transpose { x, .. }
-            | OpKind::Reduce { x, .. } => vec![*x],
+            | OpKind::Reduce { x, .. }
+            | OpKind::Scan { x, .. } => vec![*x],
             OpKind::Binary { lhs, rhs, .. }
             | OpKind::Compare { lhs, rhs, .. }
             | OpKind::Dot { lhs, rhs, .. } => {
@@ -284,6 +316,7 @@ impl OpKind {
             OpKind::Fori { lo, hi, init, .. } => {
                 [*lo, *hi].into_iter().chain(init.iter().copied()).collect()
             }
+            OpKind::While { init, .. } => init.clone(),
         }
     }
 
@@ -295,6 +328,7 @@ impl OpKind {
                 ..
             } => vec![then_region, else_region],
             OpKind::Fori { body, .. } => vec![body],
+            OpKind::While { cond, body, .. } => vec![cond, body],
             _ => vec![],
         }
     }

@@ -16,6 +16,8 @@ pub enum Domain {
     Numeric,
     /// Integers and bool (bitwise ops).
     Bits,
+    /// Integers only (shifts).
+    Int,
     /// Everything.
     Any,
 }
@@ -26,6 +28,7 @@ impl Domain {
             Domain::Float => dtype.is_float(),
             Domain::Numeric => dtype != DType::Bool,
             Domain::Bits => dtype == DType::Bool || dtype.is_int(),
+            Domain::Int => dtype.is_int(),
             Domain::Any => true,
         }
     }
@@ -162,12 +165,19 @@ op_table!(
         Pow => "pow", HB::Power, Numeric, Elementwise, ("math.powf", "math.ipowi", "math.ipowi");
         And => "and", HB::And, Bits, Elementwise, (-, "arith.andi", "arith.andi");
         Or => "or", HB::Or, Bits, Elementwise, (-, "arith.ori", "arith.ori");
+        Xor => "xor", HB::Xor, Bits, Elementwise, (-, "arith.xori", "arith.xori");
+        // Shifts by an amount outside 0..bits give 0 (right arithmetic: the sign) as in
+        // StableHLO; `arith` leaves them undefined, so the Mosaic printer guards them.
+        Shl => "shift_left", HB::ShiftLeft, Int, Elementwise, (-, "arith.shli", "arith.shli");
+        ShrArithmetic => "shift_right_arithmetic", HB::ShiftRightArithmetic, Int, Elementwise, (-, "arith.shrsi", "arith.shrsi");
+        ShrLogical => "shift_right_logical", HB::ShiftRightLogical, Int, Elementwise, (-, "arith.shrui", "arith.shrui");
     }
 );
 
 op_table!(
     /// Elementwise comparisons; results are `bool`. The Mosaic column is `arith.cmpf`'s
-    /// predicate (ordered compares; `!=` unordered, so NaN != NaN as in IEEE and JAX) and
+    /// predicate (ordered compares; `!=` unordered, so NaN != NaN as in IEEE and JAX; libtpu
+    /// has no unordered compares, so the Mosaic printer emits it as `!(==)`) and
     /// `arith.cmpi`'s signed and unsigned predicates, as numbers.
     CompareOp: HC {
         Eq => "eq", HC::Eq, Any, Elementwise, ("1", "0", "0");
@@ -206,7 +216,7 @@ mod tests {
         }
         for b in BinaryOp::ALL {
             assert_eq!(
-                b.info().domain == Domain::Bits,
+                matches!(b.info().domain, Domain::Bits | Domain::Int),
                 b.info().mosaic.float.is_none()
             );
         }
@@ -218,5 +228,6 @@ mod tests {
         }
         assert!(Domain::Bits.admits(DType::Bool) && !Domain::Bits.admits(DType::F32));
         assert!(!Domain::Numeric.admits(DType::Bool));
+        assert!(Domain::Int.admits(DType::U32) && !Domain::Int.admits(DType::Bool));
     }
 }

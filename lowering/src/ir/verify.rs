@@ -228,6 +228,23 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             }
             Ok(())
         }
+        OpKind::Bitcast { x } => {
+            one(1)?;
+            let (from, shape) = value_of(ty(*x)?, "operand")?;
+            let (to, rshape) = value_of(results[0], "result")?;
+            if shape != rshape {
+                return Err(format!("changes shape {shape:?} to {rshape:?}"));
+            }
+            if from == DType::Bool || to == DType::Bool || from.bits() != to.bits() {
+                return Err(format!(
+                    "cannot reinterpret {from} ({} bits) as {to} ({} bits): a bitcast keeps \
+                     the width (and bool has no bit pattern to share)",
+                    from.bits(),
+                    to.bits()
+                ));
+            }
+            Ok(())
+        }
         OpKind::Iota { dim } => {
             one(1)?;
             let (dtype, shape) = value_of(results[0], "result")?;
@@ -316,6 +333,20 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             }
             same(results[0], &Type::tile(dtype, rshape), "result")
         }
+        OpKind::Scan { op: r, x, axis } => {
+            one(1)?;
+            let x = ty(*x)?;
+            let (dtype, shape) = value_of(x, "operand")?;
+            if *axis >= shape.len() {
+                return Err(format!(
+                    "axis {axis} is out of range for shape {shape:?} (a scan needs a tile)"
+                ));
+            }
+            if !r.info().domain.admits(dtype) {
+                return Err(format!("not defined for {dtype}"));
+            }
+            same(results[0], x, "result")
+        }
         OpKind::Dot {
             lhs,
             rhs,
@@ -382,6 +413,34 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             for (i, (a, t)) in body.args[1..].iter().zip(&init_types).enumerate() {
                 same(ty(*a)?, t, &format!("body arg {}", i + 1))?;
             }
+            region_yields(body, &init_types, types, "body")?;
+            if results.len() != init.len() {
+                return Err(format!(
+                    "has {} results for {} carried values",
+                    results.len(),
+                    init.len()
+                ));
+            }
+            for (r, t) in results.iter().zip(&init_types) {
+                same(r, t, "result")?;
+            }
+            Ok(())
+        }
+        OpKind::While { init, cond, body } => {
+            let init_types: Vec<&Type> = init.iter().map(|v| ty(*v)).collect::<Result<_, _>>()?;
+            for (name, r) in [("condition", cond), ("body", body)] {
+                if r.args.len() != init.len() {
+                    return Err(format!(
+                        "{name} region takes {} args, expected the {} carried values",
+                        r.args.len(),
+                        init.len()
+                    ));
+                }
+                for (i, (a, t)) in r.args.iter().zip(&init_types).enumerate() {
+                    same(ty(*a)?, t, &format!("{name} arg {i}"))?;
+                }
+            }
+            region_yields(cond, &[&Type::scalar(DType::Bool)], types, "condition")?;
             region_yields(body, &init_types, types, "body")?;
             if results.len() != init.len() {
                 return Err(format!(

@@ -181,11 +181,23 @@ impl<'a> Lower<'a> {
                 vec![self.p.op1("arith.select", &[&c, &t, &f], "", ty)]
             }
             OpKind::Cast { x } => vec![self.cast_op(op, *x)?],
+            OpKind::Bitcast { x } => {
+                let (to, shape) = self.value_type(op.results.first().copied(), op)?;
+                let v = self.val(*x, op)?;
+                // Vectors through `tpu.bitcast`, scalars through `arith.bitcast` (as Pallas).
+                let name = if shape.is_empty() {
+                    "arith.bitcast"
+                } else {
+                    "tpu.bitcast"
+                };
+                vec![self.p.op1(name, &[&v], "", vector(to, &shape))]
+            }
             OpKind::Iota { dim } => vec![self.iota(op, *dim)?],
             OpKind::Broadcast { x, dims } => vec![self.broadcast(op, *x, dims)?],
             OpKind::Reshape { x } => vec![self.reshape(op, *x)?],
             OpKind::Transpose { x, perm } => vec![self.transpose(op, *x, perm)?],
             OpKind::Reduce { op: r, x, axes, .. } => vec![self.reduce(op, *r, *x, axes)?],
+            OpKind::Scan { op: r, x, axis } => vec![self.scan(op, *r, *x, *axis)?],
             OpKind::Dot {
                 lhs,
                 rhs,
@@ -200,6 +212,7 @@ impl<'a> Lower<'a> {
                 else_region,
             } => self.if_op(op, *cond, then_region, else_region)?,
             OpKind::Fori { lo, hi, init, body } => self.fori(op, *lo, *hi, init, body)?,
+            OpKind::While { init, cond, body } => self.while_op(op, init, cond, body)?,
         };
         if results.len() != op.results.len() {
             return Err(unsupported(
@@ -456,6 +469,41 @@ impl<'a> Lower<'a> {
         Ok(self
             .p
             .op_with_regions("scf.for", &operands, "", &results, vec![region]))
+    }
+
+    /// `scf.while`: the `before` region computes the condition from the carried values and
+    /// passes them on unchanged (`scf.condition`), the `after` region is the body.
+    fn while_op(
+        &mut self,
+        op: &Operation,
+        init: &[ValueId],
+        cond: &Region,
+        body: &Region,
+    ) -> Result<Vec<V>, MosaicError> {
+        let inits = init
+            .iter()
+            .map(|v| self.val(*v, op))
+            .collect::<Result<Vec<_>, _>>()?;
+        let args = self.fresh_args(&cond.args);
+        self.bind(&cond.args, &args);
+        self.p.begin_block(&args);
+        let c = self.region_ops(cond)?;
+        let mut operands: Vec<&V> = c.iter().take(1).collect();
+        operands.extend(args.iter());
+        self.p.op("scf.condition", &operands, "", &[]);
+        let before = self.p.end_block();
+        let args = self.fresh_args(&body.args);
+        self.bind(&body.args, &args);
+        self.p.begin_block(&args);
+        let ys = self.region_ops(body)?;
+        let refs: Vec<&V> = ys.iter().collect();
+        self.p.op("scf.yield", &refs, "", &[]);
+        let after = self.p.end_block();
+        let operands: Vec<&V> = inits.iter().collect();
+        let results: Vec<String> = op.results.iter().map(|r| mlir_type(self.ty(*r))).collect();
+        Ok(self
+            .p
+            .op_with_regions("scf.while", &operands, "", &results, vec![before, after]))
     }
 }
 

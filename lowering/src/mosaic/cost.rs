@@ -105,7 +105,7 @@ fn region_cost(f: &Func, r: &Region, consts: &HashMap<ValueId, i64>) -> (u64, u6
             | OpKind::Binary { .. }
             | OpKind::Compare { .. }
             | OpKind::Select { .. } => (out, 0),
-            OpKind::Reduce { x, .. } => (elems(*x), 0),
+            OpKind::Reduce { x, .. } | OpKind::Scan { x, .. } => (elems(*x), 0),
             OpKind::If {
                 then_region,
                 else_region,
@@ -124,6 +124,12 @@ fn region_cost(f: &Func, r: &Region, consts: &HashMap<ValueId, i64>) -> (u64, u6
                 };
                 let (a, b) = region_cost(f, body, consts);
                 (a * trips, b * trips)
+            }
+            // The trip count is data: one trip is the estimate's floor.
+            OpKind::While { cond, body, .. } => {
+                let (a, b) = region_cost(f, cond, consts);
+                let (c, d) = region_cost(f, body, consts);
+                (a + c, b + d)
             }
             _ => (0, 0),
         };

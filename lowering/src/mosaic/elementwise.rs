@@ -82,7 +82,47 @@ impl Lower<'_> {
             .mosaic
             .for_dtype(dtype)
             .ok_or_else(|| unsupported(op, format!("bitwise {} of {dtype}", b.name())))?;
+        if matches!(
+            b,
+            BinaryOp::Shl | BinaryOp::ShrArithmetic | BinaryOp::ShrLogical
+        ) {
+            return Ok(self.guarded_shift(b, name, dtype, &shape, &l, &r));
+        }
         Ok(self.math(name, &[&l, &r], dtype, &shape))
+    }
+
+    /// `arith` shifts by an amount outside `0..bits` are undefined; StableHLO's (and the IR's)
+    /// give 0, or the sign for the arithmetic right shift: out-of-range amounts (compared
+    /// unsigned, so negative ones count) select that result.
+    fn guarded_shift(
+        &mut self,
+        b: BinaryOp,
+        name: &str,
+        dtype: DType,
+        shape: &[usize],
+        x: &V,
+        amount: &V,
+    ) -> V {
+        let ty = vector(dtype, shape);
+        let bits = dtype.bits() as i64;
+        let width = self.constant(Literal::Int(bits), dtype, shape);
+        let outside = self.p.op1(
+            "arith.cmpi",
+            &[amount, &width],
+            "predicate = 9 : i64",
+            vector(DType::Bool, shape),
+        );
+        if b == BinaryOp::ShrArithmetic {
+            let last = self.constant(Literal::Int(bits - 1), dtype, shape);
+            let clamped = self
+                .p
+                .op1("arith.select", &[&outside, &last, amount], "", ty.clone());
+            return self.p.op1(name, &[x, &clamped], "", ty);
+        }
+        let shifted = self.p.op1(name, &[x, amount], "", ty.clone());
+        let zero = self.constant(Literal::Int(0), dtype, shape);
+        self.p
+            .op1("arith.select", &[&outside, &zero, &shifted], "", ty)
     }
 
     pub(crate) fn compare(
@@ -94,6 +134,19 @@ impl Lower<'_> {
     ) -> Result<V, MosaicError> {
         let (dtype, shape) = self.value_type(Some(lhs), op)?;
         let (l, r) = (self.val(lhs, op)?, self.val(rhs, op)?);
+        if c == CompareOp::Ne && dtype.is_float() {
+            // libtpu has no unordered compares ("Unsupported comparison direction: une"):
+            // `x != y` is `!(x == y)` (ordered), which keeps NaN != NaN true.
+            let bools = vector(DType::Bool, &shape);
+            let eq = self.p.op1(
+                "arith.cmpf",
+                &[&l, &r],
+                "predicate = 1 : i64",
+                bools.clone(),
+            );
+            let all = self.constant(Literal::Bool(true), DType::Bool, &shape);
+            return Ok(self.p.op1("arith.xori", &[&eq, &all], "", bools));
+        }
         // The table's Mosaic column holds `arith.cmpf`/`cmpi` predicate numbers.
         let name = if dtype.is_float() {
             "arith.cmpf"

@@ -7,7 +7,7 @@ use super::error::MosaicError;
 use super::printer::{Flavor, V};
 use super::types::{dense_array, vector};
 use crate::dtype::DType;
-use crate::ir::{Literal, Operation, ReduceOp, ValueId};
+use crate::ir::{BinaryOp, Literal, Operation, ReduceOp, ValueId};
 
 impl Lower<'_> {
     /// `tpu.iota` makes i32; other dtypes are converted after.
@@ -149,6 +149,79 @@ impl Lower<'_> {
         } else {
             self.shape_cast(reduced, dtype, &kept, &result)
         })
+    }
+
+    /// Inclusive scan along `axis` as Hillis-Steele steps (what a Pallas user writes by hand
+    /// with `pltpu.roll`): for `s = 1, 2, 4, .. < n`, `acc = acc (op) where(i >= s,
+    /// roll(acc, s), identity)`, `roll` being `tpu.dynamic_rotate` (jnp.roll's direction:
+    /// element `i` moves to `i + s`). log2(n) rotates, selects and combines; 32-bit
+    /// elements along one of the last two dims (the rotates the TPU has).
+    pub(crate) fn scan(
+        &mut self,
+        op: &Operation,
+        r: ReduceOp,
+        x: ValueId,
+        axis: usize,
+    ) -> Result<V, MosaicError> {
+        let (dtype, shape) = self.value_type(Some(x), op)?;
+        let rank = shape.len();
+        if rank < 2 || axis + 2 < rank || dtype.bits() != 32 {
+            return Err(unsupported(
+                op,
+                format!(
+                    "a scan of {dtype}{shape:?} along axis {axis}: on TPU scans run on 32-bit \
+                     elements along one of the last two dims of a tile of rank >= 2"
+                ),
+            ));
+        }
+        let (_, identity) = reduction_kind(r, dtype)
+            .ok_or_else(|| unsupported(op, format!("{} of {dtype}", op.kind.name())))?;
+        let combine = match r {
+            ReduceOp::Sum => BinaryOp::Add,
+            ReduceOp::Max => BinaryOp::Max,
+            ReduceOp::Min => BinaryOp::Min,
+        };
+        let combine = combine
+            .info()
+            .mosaic
+            .for_dtype(dtype)
+            .ok_or_else(|| unsupported(op, format!("{} of {dtype}", op.kind.name())))?;
+        let ty = vector(dtype, &shape);
+        let mut acc = self.val(x, op)?;
+        let n = shape[axis];
+        if n <= 1 {
+            return Ok(acc);
+        }
+        let attr = format!("dimensions = {}", dense_array("i32", &[axis]));
+        let position = self
+            .p
+            .op1("tpu.iota", &[], &attr, vector(DType::I32, &shape));
+        let fill = self.constant(identity, dtype, &shape);
+        let mut s = 1;
+        while s < n {
+            let amount = self.constant(Literal::Int(s as i64), DType::I32, &[]);
+            let rolled = self.p.op1(
+                "tpu.dynamic_rotate",
+                &[&acc, &amount],
+                &format!("dimension = {axis} : si32"),
+                ty.clone(),
+            );
+            let bound = self.constant(Literal::Int(s as i64), DType::I32, &shape);
+            // `sge`: lanes at or past the shift receive a rotated element, the others the
+            // identity (their rotated element wrapped around from the end).
+            let valid = self.p.op1(
+                "arith.cmpi",
+                &[&position, &bound],
+                "predicate = 5 : i64",
+                vector(DType::Bool, &shape),
+            );
+            let shifted = self
+                .p
+                .op1("arith.select", &[&valid, &rolled, &fill], "", ty.clone());
+            acc = self.p.op1(combine, &[&acc, &shifted], "", ty.clone());
+            s *= 2;
+        }
+        Ok(acc)
     }
 
     /// `tpu.matmul(lhs, rhs, zeros)`: f32 accumulation (the IR's dot result is f32).

@@ -2,7 +2,7 @@
 //! Operands broadcast NumPy-style; literals on either side adapt to the element type.
 
 use super::builder::{with, Builder, Val};
-use super::element::{Element, Numeric};
+use super::element::{Element, Int, Numeric};
 use super::operand::{broadcast_pair, Operand, ScalarOperand};
 use super::value::{Scalar, Tile, Traced};
 use crate::dtype::DType;
@@ -128,9 +128,87 @@ macro_rules! unary_operators {
                 $T::from_val(arith::<bool>(BinaryOp::Or, self, rhs))
             }
         }
+        impl<R: $Rhs<bool>> ops::BitXor<R> for $T<bool> {
+            type Output = $T<bool>;
+            #[track_caller]
+            fn bitxor(self, rhs: R) -> $T<bool> {
+                $T::from_val(arith::<bool>(BinaryOp::Xor, self, rhs))
+            }
+        }
     )*};
 }
 unary_operators!(Tile: Operand, Scalar: ScalarOperand);
+
+/// `&`, `|`, `^`, `<<`, `>>` and `!` on integers, as in Rust: `>>` is arithmetic for signed
+/// and logical for unsigned elements. A shift by an amount outside `0..bits` gives 0 (the
+/// sign for an arithmetic right shift), as StableHLO defines it (Rust would panic).
+macro_rules! int_operators {
+    ($($T:ident: $Rhs:ident),*) => {$(
+        int_operators!(@op $T, $Rhs, BitAnd, bitand, |_| BinaryOp::And);
+        int_operators!(@op $T, $Rhs, BitOr, bitor, |_| BinaryOp::Or);
+        int_operators!(@op $T, $Rhs, BitXor, bitxor, |_| BinaryOp::Xor);
+        int_operators!(@op $T, $Rhs, Shl, shl, |_| BinaryOp::Shl);
+        int_operators!(@op $T, $Rhs, Shr, shr, |d: DType| if d.is_signed_int() {
+            BinaryOp::ShrArithmetic
+        } else {
+            BinaryOp::ShrLogical
+        });
+        impl<E: Int> ops::Not for $T<E> {
+            type Output = $T<E>;
+            #[track_caller]
+            fn not(self) -> $T<E> {
+                $T::from_val(unary(UnaryOp::Not, self.v, Loc::caller()))
+            }
+        }
+        impl<E: Int> $T<E> {
+            /// `self << amount` (an amount outside `0..bits` gives 0).
+            #[track_caller]
+            pub fn shift_left(self, amount: impl $Rhs<E>) -> $T<E> {
+                $T::from_val(arith::<E>(BinaryOp::Shl, self, amount))
+            }
+            /// Right shift filling with zeros, whatever the signedness (`lax.shift_right_logical`).
+            #[track_caller]
+            pub fn shift_right_logical(self, amount: impl $Rhs<E>) -> $T<E> {
+                $T::from_val(arith::<E>(BinaryOp::ShrLogical, self, amount))
+            }
+            /// Right shift filling with the sign bit (`lax.shift_right_arithmetic`).
+            #[track_caller]
+            pub fn shift_right_arithmetic(self, amount: impl $Rhs<E>) -> $T<E> {
+                $T::from_val(arith::<E>(BinaryOp::ShrArithmetic, self, amount))
+            }
+        }
+    )*};
+    (@op $T:ident, $Rhs:ident, $Trait:ident, $method:ident, $op:expr) => {
+        impl<E: Int, R: $Rhs<E>> ops::$Trait<R> for $T<E> {
+            type Output = $T<E>;
+            #[track_caller]
+            fn $method(self, rhs: R) -> $T<E> {
+                let op: fn(DType) -> BinaryOp = $op;
+                $T::from_val(arith::<E>(op(E::DTYPE), self, rhs))
+            }
+        }
+    };
+}
+int_operators!(Tile: Operand, Scalar: ScalarOperand);
+
+macro_rules! bitcast {
+    ($($T:ident),*) => {$(
+        impl<E: Element> $T<E> {
+            /// Reinterprets each element's bits as `U`, which must have the same width
+            /// (`lax.bitcast_convert_type`): `x.bitcast::<u32>()` of an f32 tile.
+            #[track_caller]
+            pub fn bitcast<U: Element>(self) -> $T<U> {
+                let loc = Loc::caller();
+                $T::from_val(with(|b| {
+                    let shape = b.ty(self.v).shape().to_vec();
+                    let x = b.id(self.v, "bitcast", loc);
+                    b.emit1(OpKind::Bitcast { x }, Type::tile(U::DTYPE, shape), loc)
+                }))
+            }
+        }
+    )*};
+}
+bitcast!(Tile, Scalar);
 
 /// Methods shared by tiles and scalars; `$Rhs` is what the right-hand side may be and
 /// `$Out<bool>` what comparisons return.

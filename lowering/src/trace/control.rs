@@ -121,7 +121,13 @@ carry_tuple!(A, B, C, D, F, G, H, I, J, K);
 carry_tuple!(A, B, C, D, F, G, H, I, J, K, L);
 carry_tuple!(A, B, C, D, F, G, H, I, J, K, L, M);
 
-/// An `if` condition: a Rust `bool` (decided at trace time) or a traced `Scalar<bool>`.
+/// An `if` or `while` condition: a Rust `bool` (decided at trace time) or a traced
+/// `Scalar<bool>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a condition: `if` and `while` take a `bool` or a traced `Scalar<bool>`",
+    label = "not a scalar bool",
+    note = "compare to get one, e.g. `n.gt(0)` or `i.lt(count)`; a tile of bools needs a reduction first"
+)]
 pub trait IntoCond {
     #[doc(hidden)]
     fn into_cond(self) -> Result<bool, Val>;
@@ -258,27 +264,7 @@ pub fn __fori<C: Carry>(
         C::unflatten(&mut inner.into_iter()),
     ));
     let results = with(|b| {
-        for (i, (before, after)) in leaves.iter().zip(&out).enumerate() {
-            let problem = match (before, after) {
-                (CarryLeaf::Traced(x), CarryLeaf::Traced(y)) if b.ty(*x) != b.ty(*y) => Some(format!(
-                    "carried value #{i} enters the loop as {} and leaves the body as {}",
-                    b.ty(*x),
-                    b.ty(*y)
-                )),
-                (CarryLeaf::Rust(x), CarryLeaf::Rust(y)) if x != y => Some(format!(
-                    "carried value #{i} is a Rust value the loop body changes ({x:?} to {y:?}); \
-                     a traced loop runs its body once at trace time, so carry a traced value instead"
-                )),
-                _ => None,
-            };
-            if let Some(message) = problem {
-                b.error(TraceError::NotTraced {
-                    construct: "for",
-                    message,
-                    loc,
-                });
-            }
-        }
+        check_carried(b, &leaves, &out, "for", loc);
         let region = b.end_region(&traced(&out), "fori", loc);
         let init: Vec<_> = init.iter().map(|v| b.id(*v, "fori", loc)).collect();
         b.emit(
@@ -311,4 +297,164 @@ pub fn fori_loop<C: Carry>(
     body: impl FnOnce(Scalar<i32>, C) -> C,
 ) -> C {
     __fori(lo, hi, init, body)
+}
+
+/// Most trips a `while` with a Rust condition unrolls at trace time before it is reported.
+const MAX_UNROLLED_TRIPS: usize = 1 << 16;
+
+/// `while cond(carried) { carried = body(carried) }` (see docs/macro-contract.md). A Rust
+/// `bool` condition runs the loop at trace time (unrolled, like a Rust loop); a traced
+/// `Scalar<bool>` records a `while` op whose condition and body are regions traced once, so
+/// the trip count may be data (e.g. read from SMEM).
+#[track_caller]
+pub fn __while<C: Carry, B: IntoCond>(
+    carry: C,
+    mut cond: impl FnMut(C) -> B,
+    mut body: impl FnMut(C) -> C,
+) -> C {
+    let loc = Loc::caller();
+    let leaves = flat(carry);
+    let rebuild = |l: &[CarryLeaf]| C::unflatten(&mut l.iter().copied());
+    let init = traced(&leaves);
+    let init_types: Vec<Type> = with(|b| init.iter().map(|v| b.ty(*v)).collect());
+    // The condition, on the carried values as region args.
+    let cond_args = with(|b| b.begin_region(init_types.clone()));
+    let decided = cond(rebuild(&substitute(&leaves, &cond_args))).into_cond();
+    let cond_value = match decided {
+        Ok(go) => {
+            // A Rust condition: drop the region (it computed nothing traced) and unroll.
+            with(|b| b.end_region(&[], "while", loc));
+            return unrolled(go, leaves, loc, &mut cond, &mut body);
+        }
+        Err(v) => v,
+    };
+    let cond_region = with(|b| {
+        let region = b.end_region(&[cond_value], "while", loc);
+        if writes_a_ref(&region) {
+            b.error(TraceError::NotTraced {
+                construct: "while",
+                message: "its condition stores into a ref; compute the condition only and \
+                          store in the body"
+                    .into(),
+                loc,
+            });
+        }
+        region
+    });
+    let body_args = with(|b| b.begin_region(init_types.clone()));
+    let out = flat(body(rebuild(&substitute(&leaves, &body_args))));
+    let results = with(|b| {
+        check_carried(b, &leaves, &out, "while", loc);
+        let region = b.end_region(&traced(&out), "while", loc);
+        let init: Vec<_> = init.iter().map(|v| b.id(*v, "while", loc)).collect();
+        b.emit(
+            OpKind::While {
+                init,
+                cond: cond_region,
+                body: region,
+            },
+            init_types,
+            loc,
+        )
+    });
+    C::unflatten(&mut substitute(&leaves, &results).into_iter())
+}
+
+/// The trace-time loop of a `while` whose condition is a Rust `bool` (`go` for the first
+/// trip). Its condition must stay a Rust `bool`.
+fn unrolled<C: Carry, B: IntoCond>(
+    mut go: bool,
+    mut leaves: Vec<CarryLeaf>,
+    loc: Loc,
+    cond: &mut impl FnMut(C) -> B,
+    body: &mut impl FnMut(C) -> C,
+) -> C {
+    let rebuild = |l: &[CarryLeaf]| C::unflatten(&mut l.iter().copied());
+    let mut trips = 0;
+    while go {
+        trips += 1;
+        if trips > MAX_UNROLLED_TRIPS {
+            with(|b| {
+                b.error(TraceError::NotTraced {
+                    construct: "while",
+                    message: format!(
+                        "its Rust condition stayed true for {MAX_UNROLLED_TRIPS} trips at trace \
+                         time; a loop over data needs a traced condition (a `Scalar<bool>`)"
+                    ),
+                    loc,
+                })
+            });
+            break;
+        }
+        leaves = flat(body(rebuild(&leaves)));
+        go = match cond(rebuild(&leaves)).into_cond() {
+            Ok(go) => go,
+            Err(_) => {
+                with(|b| {
+                    b.error(TraceError::NotTraced {
+                        construct: "while",
+                        message: "its condition was a Rust `bool` on entry and became traced \
+                                  in a later trip; make it traced from the start (e.g. carry \
+                                  a `Scalar` counter)"
+                            .into(),
+                        loc,
+                    })
+                });
+                false
+            }
+        };
+    }
+    rebuild(&leaves)
+}
+
+/// Whether any op in `region` (nested regions included) writes a ref.
+fn writes_a_ref(region: &crate::ir::Region) -> bool {
+    region.ops.iter().any(|op| {
+        matches!(
+            op.kind,
+            OpKind::Store { .. } | OpKind::StoreSlice { .. } | OpKind::StoreElement { .. }
+        ) || op.kind.regions().into_iter().any(writes_a_ref)
+    })
+}
+
+/// Reports carried values whose type a loop body changes, and Rust values it changes.
+fn check_carried(
+    b: &mut super::builder::Builder,
+    before: &[CarryLeaf],
+    after: &[CarryLeaf],
+    construct: &'static str,
+    loc: Loc,
+) {
+    for (i, (x, y)) in before.iter().zip(after).enumerate() {
+        let problem = match (x, y) {
+            (CarryLeaf::Traced(x), CarryLeaf::Traced(y)) if b.ty(*x) != b.ty(*y) => Some(format!(
+                "carried value #{i} enters the loop as {} and leaves the body as {}",
+                b.ty(*x),
+                b.ty(*y)
+            )),
+            (CarryLeaf::Rust(x), CarryLeaf::Rust(y)) if x != y => Some(format!(
+                "carried value #{i} is a Rust value the loop body changes ({x:?} to {y:?}); \
+                 a traced loop runs its body once at trace time, so carry a traced value instead"
+            )),
+            _ => None,
+        };
+        if let Some(message) = problem {
+            b.error(TraceError::NotTraced {
+                construct,
+                message,
+                loc,
+            });
+        }
+    }
+}
+
+/// `jax.lax.while_loop`: `carry = body(carry)` while `cond(carry)` holds; with a traced
+/// condition it is one loop in the kernel, run as many trips as the data says.
+#[track_caller]
+pub fn while_loop<C: Carry>(
+    init: C,
+    cond: impl FnMut(C) -> Scalar<bool>,
+    body: impl FnMut(C) -> C,
+) -> C {
+    __while(init, cond, body)
 }

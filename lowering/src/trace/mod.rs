@@ -42,6 +42,7 @@ mod launch;
 mod math;
 mod operand;
 mod refs;
+mod scan;
 mod shape_ops;
 mod tracer;
 mod value;
@@ -49,9 +50,11 @@ mod value;
 pub use arith::{maximum, minimum};
 pub use block_spec::{BlockSpec, IndexMapFn};
 pub use builder::Val;
-pub use control::{__fori, __if_else, fori_loop, when, Carry, CarryLeaf, IntoCond, RustValue};
+pub use control::{
+    __fori, __if_else, __while, fori_loop, when, while_loop, Carry, CarryLeaf, IntoCond, RustValue,
+};
 pub use dot::{dot, dot_general, dot_i8, dot_t};
-pub use element::{Element, Float, Numeric};
+pub use element::{Element, Float, Int, Numeric};
 pub use error::TraceError;
 pub use grid::{num_programs, program_id, range};
 pub use index::{IndexList, IndexValue, IntoIndex};
@@ -63,6 +66,7 @@ pub use crate::ir::{
     BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand, ScratchBuffer,
 };
 pub use refs::{Prefetch, PrefetchElement, Ref, RefMut, Scratch};
-pub use shape_ops::{full, iota, max, min, sum, where_, zeros, zeros_like, Axes};
+pub use scan::{argmax, argmin, cumsum};
+pub use shape_ops::{full, iota, max, min, scalar, sum, where_, zeros, zeros_like, Axes};
 pub use tracer::KernelTracer;
 pub use value::{Scalar, Tile, Traced};

@@ -3,7 +3,7 @@
 
 use super::builder::{with, Val};
 use super::element::{Element, Numeric};
-use super::operand::{broadcast_to, Operand};
+use super::operand::{broadcast_to, Operand, ScalarOperand};
 use super::value::{Scalar, Tile, Traced};
 use crate::dtype::DType;
 use crate::ir::{reduced_shape, Literal, Loc, OpKind, ReduceOp, Type};
@@ -34,8 +34,14 @@ impl<const N: usize> Axes for [usize; N] {
     }
 }
 
-/// Resolves negative axes (NumPy style) and sorts; reports axes outside `-rank..rank`.
-fn normalize_axes(axes: Vec<i64>, shape: &[usize], loc: Loc) -> Vec<usize> {
+/// Resolves negative axes (NumPy style) and sorts; reports axes outside `-rank..rank` as
+/// errors of `op`.
+pub(super) fn normalize_axes(
+    op: &'static str,
+    axes: Vec<i64>,
+    shape: &[usize],
+    loc: Loc,
+) -> Vec<usize> {
     let rank = shape.len() as i64;
     let mut out = Vec::with_capacity(axes.len());
     for a in axes {
@@ -43,7 +49,7 @@ fn normalize_axes(axes: Vec<i64>, shape: &[usize], loc: Loc) -> Vec<usize> {
         if !(0..rank).contains(&r) {
             with(|b| {
                 b.op_error(
-                    "reduce",
+                    op,
                     format!("axis {a} is out of range for shape {shape:?}"),
                     loc,
                 )
@@ -56,9 +62,9 @@ fn normalize_axes(axes: Vec<i64>, shape: &[usize], loc: Loc) -> Vec<usize> {
     out
 }
 
-fn reduce(op: ReduceOp, x: Val, axes: Vec<i64>, keepdims: bool, loc: Loc) -> Val {
+pub(super) fn reduce(op: ReduceOp, x: Val, axes: Vec<i64>, keepdims: bool, loc: Loc) -> Val {
     let ty = with(|b| b.ty(x));
-    let axes = normalize_axes(axes, ty.shape(), loc);
+    let axes = normalize_axes("reduce", axes, ty.shape(), loc);
     with(|b| {
         let shape = reduced_shape(ty.shape(), &axes, keepdims).unwrap_or_default();
         let id = b.id(x, "reduce", loc);
@@ -281,6 +287,14 @@ pub fn full<E: Element>(shape: impl Into<Vec<usize>>, value: impl Operand<E>) ->
         let v = value.operand(b, loc);
         broadcast_to(b, v, &shape, "full", loc)
     }))
+}
+
+/// A traced scalar holding `value` (e.g. a counter a `while` loop carries: `let mut i =
+/// scalar::<i32>(0);`).
+#[track_caller]
+pub fn scalar<E: Element>(value: impl ScalarOperand<E>) -> Scalar<E> {
+    let loc = Loc::caller();
+    Scalar::from_val(with(|b| value.operand(b, loc)))
 }
 
 /// Zero as a rank-0 tile: it broadcasts to any shape, so `acc.store(zeros())` fills `acc`.

@@ -317,7 +317,7 @@ impl<'p> Eval<'p> {
                 self.refs.insert(*dst, Sym::Other);
                 return Some(());
             }
-            OpKind::Fori { body, .. } => {
+            OpKind::Fori { body, .. } | OpKind::While { body, .. } => {
                 for r in super::body::stored_refs(body) {
                     self.refs.insert(r, Sym::Other);
                 }

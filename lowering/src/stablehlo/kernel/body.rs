@@ -251,6 +251,13 @@ impl<'a> BodyEmitter<'a> {
                     axes: b.axes,
                 }
             }
+            OpKind::Bitcast { x } => {
+                let b = self.get(*x)?;
+                Batched {
+                    v: f.bitcast_convert(&b.v, ty()?.dtype)?,
+                    axes: b.axes,
+                }
+            }
             OpKind::Binary { op: b, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
                 Batched {
@@ -316,6 +323,13 @@ impl<'a> BodyEmitter<'a> {
                     axes: b.axes,
                 }
             }
+            OpKind::Scan { op: r, x, axis } => {
+                let b = self.get(*x)?;
+                Batched {
+                    v: f.scan_kind(&b.v, r.info().stablehlo, axis + b.axes.len())?,
+                    axes: b.axes,
+                }
+            }
             OpKind::Dot {
                 lhs,
                 rhs,
@@ -330,6 +344,7 @@ impl<'a> BodyEmitter<'a> {
             OpKind::Fori { lo, hi, init, body } => {
                 return self.emit_fori(f, op, *lo, *hi, init, body)
             }
+            OpKind::While { init, cond, body } => return self.emit_while(f, op, init, cond, body),
         };
         let id = op
             .results
@@ -575,6 +590,71 @@ impl<'a> BodyEmitter<'a> {
             me.emit_ops(f, &body.ops)?;
             me.yields(f, body, &stored)
         })?;
+        self.bind_results(op, &stored, outs)
+    }
+
+    /// `while` as `stablehlo.while`; refs stored in the body are carried too (the condition
+    /// stores nothing: the tracer rejects that). The condition must be the same in every
+    /// batched step.
+    fn emit_while(
+        &mut self,
+        f: &mut FuncBuilder,
+        op: &Operation,
+        init: &[ValueId],
+        cond: &Region,
+        body: &Region,
+    ) -> Result<(), EmitError> {
+        let stored: Vec<ValueId> = stored_refs(body).into_iter().collect();
+        let all = self.all_axes();
+        let mut carried = Vec::new();
+        for &v in init {
+            carried.push(self.lift(f, &self.get(v)?, &all)?);
+        }
+        for &r in &stored {
+            carried.push(self.lift(f, &self.ref_state(r)?, &all)?);
+        }
+        let refs: Vec<&Value> = carried.iter().collect();
+        let me = RefCell::new(&mut *self);
+        let enter = |me: &mut BodyEmitter, args: &[ValueId], c: &[Value]| {
+            let (vals, states) = c.split_at(init.len());
+            for (a, v) in args.iter().zip(vals) {
+                me.vals.insert(
+                    *a,
+                    Batched {
+                        v: v.clone(),
+                        axes: all.clone(),
+                    },
+                );
+            }
+            for (r, s) in stored.iter().zip(states) {
+                me.refs.insert(
+                    *r,
+                    Batched {
+                        v: s.clone(),
+                        axes: all.clone(),
+                    },
+                );
+            }
+        };
+        let outs = f.while_loop(
+            &refs,
+            |f, c| {
+                let mut me = me.borrow_mut();
+                enter(&mut me, &cond.args, c);
+                me.emit_ops(f, &cond.ops)?;
+                let y = *cond
+                    .yields
+                    .first()
+                    .ok_or_else(|| EmitError::internal("while condition yields nothing".into()))?;
+                me.uniform(op, y, "a loop condition")
+            },
+            |f, c| {
+                let mut me = me.borrow_mut();
+                enter(&mut me, &body.args, c);
+                me.emit_ops(f, &body.ops)?;
+                me.yields(f, body, &stored)
+            },
+        )?;
         self.bind_results(op, &stored, outs)
     }
 

@@ -268,6 +268,13 @@ impl Fold<'_> {
                     ..x
                 }
             }
+            OpKind::Bitcast { x } => {
+                let x = self.get(*x)?;
+                Folded {
+                    base: f.bitcast_convert(&x.base, ty()?.dtype)?,
+                    ..x
+                }
+            }
             OpKind::Binary { op: b, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
                 plain(
@@ -360,6 +367,19 @@ impl Fold<'_> {
                     plain(r, ty()?.shape, axes)
                 }
             }
+            // A scan along a dim that holds no grid axis stays within each step's block.
+            OpKind::Scan { op: r, x, axis } => {
+                let x = self.get(*x)?;
+                if x.axes[*axis].is_some() {
+                    return Err(Stop::Unfoldable);
+                }
+                let v = self.materialize(f, &x, &x.axes)?;
+                plain(
+                    f.scan_kind(&v, r.info().stablehlo, *axis)?,
+                    ty()?.shape,
+                    x.axes,
+                )
+            }
             OpKind::Dot {
                 lhs,
                 rhs,
@@ -372,7 +392,8 @@ impl Fold<'_> {
             | OpKind::LoadElement { .. }
             | OpKind::StoreElement { .. }
             | OpKind::If { .. }
-            | OpKind::Fori { .. } => return Err(Stop::Unfoldable),
+            | OpKind::Fori { .. }
+            | OpKind::While { .. } => return Err(Stop::Unfoldable),
         };
         let id = op
             .results

@@ -117,6 +117,33 @@ impl FuncBuilder {
         self.reshape(&r, &kept)
     }
 
+    /// Inclusive scan of `x` along `axis` with `kind` (`cumsum`, `cummax`, ...): a
+    /// `reduce_window` whose window covers the `n` elements up to each one (low padding
+    /// `n - 1` with the identity), as XLA lowers `jnp.cumsum` on TPU.
+    pub fn scan_kind(
+        &mut self,
+        x: &Value,
+        kind: ReduceKind,
+        axis: usize,
+    ) -> Result<Value, BuildError> {
+        check_axes("stablehlo.reduce_window", &[axis], x.rank())?;
+        let n = x.shape()[axis];
+        let mut dimensions = vec![1; x.rank()];
+        dimensions[axis] = n.max(1);
+        let mut padding = vec![(0, 0); x.rank()];
+        padding[axis] = (n.saturating_sub(1) as i64, 0);
+        let window = Window {
+            dimensions,
+            padding,
+            ..Window::default()
+        };
+        let init = kind.identity(self, x.dtype())?;
+        let mut out = self.reduce_window(&[x], &[&init], &window, |f, a| {
+            Ok::<_, BuildError>(vec![f.binary(kind.combiner(), &a[0], &a[1])?])
+        })?;
+        Ok(out.remove(0))
+    }
+
     pub fn reduce_sum(
         &mut self,
         x: &Value,
