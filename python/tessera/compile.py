@@ -11,6 +11,7 @@ Dynamo's (`torch._dynamo.explain`); `report()` gives the graphs and programs com
 
 import operator
 import warnings
+import weakref
 from collections import Counter
 
 import torch
@@ -49,10 +50,29 @@ def _native_arg(v):
     return v
 
 
+# CPU tensors whose device copy is current: id -> (weakref, version, data_ptr, EagerTensor).
+# Parameters (unchanged between optimizer steps) and the forward's saved results (read by the
+# backward) are uploaded once, not per call; an in-place write bumps `_version` and re-uploads.
+_resident = {}
+
+
+def _remember(t, e):
+    if len(_resident) > 4096:
+        for k in [k for k, v in _resident.items() if v[0]() is None]:
+            del _resident[k]
+    _resident[id(t)] = (weakref.ref(t), t._version, t.data_ptr(), e)
+
+
 def _upload(t):
     if t.dtype not in _DTYPES:
         raise _native.UnsupportedError(f"dtype {t.dtype} is not supported by Tessera")
-    return _native.EagerTensor.upload(t.detach().contiguous().cpu())
+    hit = _resident.get(id(t))
+    if hit is not None and hit[0]() is t and hit[1] == t._version and hit[2] == t.data_ptr():
+        return hit[3]
+    e = _native.EagerTensor.upload(t.detach().contiguous().cpu())
+    if t.device.type == "cpu" and not t._is_view():
+        _remember(t, e)
+    return e
 
 
 def _download(e):
@@ -60,7 +80,9 @@ def _download(e):
     dtype = _TORCH_DTYPES[dtype]
     if len(data) == 0:
         return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+    t = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+    _remember(t, e)
+    return t
 
 
 def _fallback(func, args, kwargs):

@@ -6,6 +6,9 @@ the run), forward on torch CPU vs Tessera, per mode; writes zoo_report.json and 
 Modes:
 - `route`: every ATen call of the forward runs by Tessera's lowerings (`tessera.ops.call`, the
   host path), views stay torch's (python/tools/model_routing.py).
+- `strict`, `debug`, `defer`: the model and inputs moved to the `tpu` device
+  (python/tessera/device) in that eager mode; ops Tessera cannot lower fall back to torch CPU
+  (listed per model as `<mode>_fallbacks`; the model still runs).
 - `compiled`: `torch.compile(model, backend="tessera")`: each graph one traced program
   (python/tessera/compile.py); ops the table lacks fall back to torch CPU (reported).
 Per model and mode the status is `match` (ran, output within tolerance of torch CPU), `run`
@@ -22,7 +25,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODES = ["route", "compiled"]
+MODES = ["route", "strict", "debug", "defer", "compiled"]
 
 
 class Worker:
