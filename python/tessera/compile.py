@@ -10,14 +10,15 @@ Dynamo's (`torch._dynamo.explain`); `report()` gives the graphs and programs com
 """
 
 import operator
-import warnings
 import weakref
 from collections import Counter
 
 import torch
 
 from . import _native
-from .ops import _DTYPES, _IGNORED, _TORCH_DTYPES
+from .device.dispatch import _count_fallback
+from .device.dispatch import _native_arg as _device_arg
+from .ops import _DTYPES, _TORCH_DTYPES
 
 _counters = Counter()
 _fallbacks = Counter()
@@ -34,20 +35,13 @@ def _overload_name(func):
 
 
 def _native_arg(v):
-    """An FX argument as `eager_call` takes it (tensors are EagerTensors already)."""
-    if isinstance(v, torch.dtype):
-        if v not in _DTYPES:
-            raise _native.UnsupportedError(f"dtype {v} is not supported by Tessera")
-        return _native.ScalarType(_DTYPES[v])
-    if isinstance(v, _IGNORED):
-        return None
-    if isinstance(v, torch.Size):
-        return list(v)
+    """An FX argument as `eager_call` takes it: CPU tensors uploaded (once while unchanged),
+    everything else as the device converts it."""
+    if isinstance(v, torch.Tensor) and v.device.type == "cpu":
+        return _upload(v)
     if isinstance(v, (list, tuple)):
         return [_native_arg(x) for x in v]
-    if isinstance(v, torch.Tensor):
-        return _upload(v)
-    return v
+    return _device_arg(v)
 
 
 # CPU tensors whose device copy is current: id -> (weakref, version, data_ptr, EagerTensor).
@@ -85,12 +79,11 @@ def _download(e):
     return t
 
 
-def _fallback(func, args, kwargs):
-    """Runs `func` on torch CPU (reading its device inputs: the trace is cut here)."""
-    name = _overload_name(func)
-    if not _fallbacks[name]:
-        warnings.warn(f"tessera: {name} is not lowered by Tessera; it runs on torch CPU", stacklevel=2)
-    _fallbacks[name] += 1
+def _fallback(func, args, kwargs, error):
+    """Runs `func` on torch CPU (reading its device inputs: the trace is cut here); counted
+    and warned as the device's fallbacks are (`tessera.torch.metrics()["fallbacks"]`)."""
+    _fallbacks[_overload_name(func)] += 1
+    _count_fallback(_overload_name(func), str(error).splitlines()[0])
 
     def host(v):
         if isinstance(v, _native.EagerTensor):
@@ -99,8 +92,7 @@ def _fallback(func, args, kwargs):
             return type(v)(host(x) for x in v)
         return v
 
-    out = func(*host(args), **{k: host(v) for k, v in kwargs.items()})
-    return out
+    return func(*host(args), **{k: host(v) for k, v in kwargs.items()})
 
 
 class _Program:
@@ -165,9 +157,8 @@ class _Program:
         try:
             outs = _native.eager_call(name, [_native_arg(a) for a in args],
                                       {k: _native_arg(v) for k, v in kwargs.items()})
-        except _native.UnknownOpError:
-            out = _fallback(target, args, kwargs)
-            return out
+        except _native.UnknownOpError as e:
+            return _fallback(target, args, kwargs, e)
         return outs[0] if len(target._schema.returns) == 1 else tuple(outs)
 
     def __call__(self, args):

@@ -186,7 +186,13 @@ from .device import (  # noqa: E402
     metrics,
     mode,
     reset_metrics,
+    reset_warnings,
     set_mode,
     sync,
     to_device,
 )
+
+# torch.compile(backend="tessera" or "tpu"): registered with Dynamo at import.
+from . import compile as _compile  # noqa: E402
+
+_compile.register()

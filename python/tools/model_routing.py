@@ -30,6 +30,7 @@ import tessera  # noqa: E402
 from oracles import clone_args, compare  # noqa: E402
 from sweep import overload_name, writes_args  # noqa: E402
 from tessera import ops as tops  # noqa: E402
+from zoo.catalog import Recurrent  # noqa: E402
 
 # Calls that only move or describe data on the host, which Tessera's table does not claim:
 # running them in torch changes no number.
@@ -126,16 +127,6 @@ def _ids(vocab=99, shape=(2, 12)):
     return lambda: torch.randint(0, vocab, shape)
 
 
-class _Seq(torch.nn.Module):
-    def __init__(self, cell):
-        super().__init__()
-        self.rnn = getattr(torch.nn, cell)(16, 24, num_layers=2, batch_first=True)
-        self.head = torch.nn.Linear(24, 5)
-
-    def forward(self, x):
-        return self.head(self.rnn(x)[0])
-
-
 SMALL_LM = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 MODELS = {
     "mlp": lambda: (torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.GELU(), torch.nn.LayerNorm(64),
@@ -143,8 +134,8 @@ MODELS = {
     "cnn": lambda: (torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
                                         torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 10)),
                     torch.randn(4, 3, 16, 16)),
-    "lstm": lambda: (_Seq("LSTM"), torch.randn(3, 7, 16)),
-    "gru": lambda: (_Seq("GRU"), torch.randn(3, 7, 16)),
+    "lstm": lambda: (Recurrent("LSTM"), torch.randn(3, 7, 16)),
+    "gru": lambda: (Recurrent("GRU"), torch.randn(3, 7, 16)),
     "transformer": lambda: (torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True,
                                                                                         dropout=0.0), 2),
                             torch.randn(2, 9, 32)),

@@ -138,7 +138,9 @@ def timm_builder(name):
     return make
 
 
-class _Seq(torch.nn.Module):
+class Recurrent(torch.nn.Module):
+    """A 2-layer recurrent net (`cell`: LSTM, GRU, RNN) with a linear head."""
+
     def __init__(self, cell):
         super().__init__()
         self.rnn = getattr(torch.nn, cell)(16, 24, num_layers=2, batch_first=True)
@@ -158,9 +160,9 @@ CLASSIC = {
     "cnn": lambda: (torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
                                         torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
                                         torch.nn.Linear(8 * 8 * 8, 10)), {"input": torch.randn(4, 3, 16, 16, generator=_g())}),
-    "lstm": lambda: (_Seq("LSTM"), {"x": torch.randn(3, 7, 16, generator=_g())}),
-    "gru": lambda: (_Seq("GRU"), {"x": torch.randn(3, 7, 16, generator=_g())}),
-    "rnn": lambda: (_Seq("RNN"), {"x": torch.randn(3, 7, 16, generator=_g())}),
+    "lstm": lambda: (Recurrent("LSTM"), {"x": torch.randn(3, 7, 16, generator=_g())}),
+    "gru": lambda: (Recurrent("GRU"), {"x": torch.randn(3, 7, 16, generator=_g())}),
+    "rnn": lambda: (Recurrent("RNN"), {"x": torch.randn(3, 7, 16, generator=_g())}),
     "transformer_encoder": lambda: (torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(
         32, 4, 64, batch_first=True, dropout=0.0), 2), {"src": torch.randn(2, 9, 32, generator=_g())}),
     "transformer": lambda: (torch.nn.Transformer(32, 4, 2, 2, 64, dropout=0.0, batch_first=True),
