@@ -4,6 +4,7 @@
 
 use super::common::*;
 use crate::args::Args;
+use crate::check::CheckKind;
 use crate::aten::promote::{result_type, Operand};
 use crate::error::LowerResult;
 use crate::lower::{Lower, Out};
@@ -96,6 +97,7 @@ pub(crate) fn binary_cross_entropy(cx: &mut Lower, a: &Args) -> LowerResult<Vec<
 /// where ignored) and per-row weights `[M]` (zero where ignored).
 fn nll_rows(cx: &mut Lower, x: &Value, t: &Value, w: &Option<Value>, ignore: i64) -> LowerResult<(Value, Value)> {
     let (m, c) = (x.shape()[0], x.shape()[1]);
+    cx.check_range(t, 0, c as i64, Some(ignore), CheckKind::Target)?;
     let ct = x.dtype();
     let ti = cast(cx, t, DType::I64)?;
     let cls = cx.iota(TensorType::new([m, c], DType::I64), 1)?;
