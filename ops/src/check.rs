@@ -93,7 +93,19 @@ impl Lower {
         if !self.checks_enabled || index.ty().num_elements() == 0 {
             return Ok(());
         }
-        let i = self.f.convert(index, DType::I64)?;
+        // Compared in the index's own dtype where the bounds fit (no conversion pass).
+        let fits = |d: DType| {
+            d == DType::I64
+                || d == DType::I32
+                    && [lo, hi, ignore.unwrap_or(0)]
+                        .iter()
+                        .all(|&b| i32::try_from(b).is_ok())
+        };
+        let i = if fits(index.dtype()) {
+            index.clone()
+        } else {
+            self.f.convert(index, DType::I64)?
+        };
         let ty = i.ty().clone();
         let lo_k = self.f.full_int(ty.clone(), lo as i128)?;
         let hi_k = self.f.full_int(ty.clone(), hi as i128)?;
@@ -115,33 +127,36 @@ impl Lower {
         }
         let zero = self.f.full(divisor.ty().clone(), 0.0)?;
         let bad = self.f.compare(Comparison::Eq, divisor, &zero)?;
-        let i = self.f.convert(divisor, DType::I64)?;
-        self.check_mask(&bad, &i, CheckKind::ZeroDivision)
+        self.check_mask(&bad, divisor, CheckKind::ZeroDivision)
     }
 
     /// Adds a check failing where `bad` (bool) holds; reports the first such element of
-    /// `values` (i64, `bad`'s shape) and its row-major position.
+    /// `values` (an integer tensor of `bad`'s shape) and its row-major position. One
+    /// reduction (the first bad position) and a one-element slice: measured cost in
+    /// `ops/benches/index_checks.rs`.
     pub fn check_mask(&mut self, bad: &Value, values: &Value, kind: CheckKind) -> LowerResult<()> {
         let n = bad.ty().num_elements();
         let f = &mut self.f;
+        // Positions in i32 where they fit: a narrower reduction.
+        let pd = if n < i32::MAX as usize {
+            DType::I32
+        } else {
+            DType::I64
+        };
         let bad = f.reshape(bad, &[n])?;
         let values = f.reshape(values, &[n])?;
-        let pos = f.iota(TensorType::new(vec![n], DType::I64), 0)?;
-        let none = f.full_int(TensorType::new(vec![n], DType::I64), n as i128)?;
+        let pos = f.iota(TensorType::new(vec![n], pd), 0)?;
+        let none = f.full_int(TensorType::new(vec![n], pd), n as i128)?;
         let at = f.select(&bad, &pos, &none)?;
         let first = f.reduce_min(&at, &[0], false)?;
-        let end = f.full_int(TensorType::scalar(DType::I64), n as i128)?;
+        let end = f.full_int(TensorType::scalar(pd), n as i128)?;
         let failed = f.compare(Comparison::Lt, &first, &end)?;
+        // dynamic_slice clamps the start: with no failure it reads the last element, unused.
+        let value = f.dynamic_slice(&values, &[&first], &[1])?;
+        let value = f.convert(&value, DType::I64)?;
         let failed = f.convert(&failed, DType::I64)?;
-        let firsts = f.broadcast_to(&first, &[n])?;
-        let is_first = f.compare(Comparison::Eq, &pos, &firsts)?;
-        let zero = f.full_int(TensorType::new(vec![n], DType::I64), 0)?;
-        let picked = f.select(&is_first, &values, &zero)?;
-        let value = f.reduce_sum(&picked, &[0], false)?;
-        let parts: Vec<Value> = [failed, value, first]
-            .iter()
-            .map(|v| f.reshape(v, &[1]))
-            .collect::<Result<_, _>>()?;
+        let first = f.convert(&first, DType::I64)?;
+        let parts = [f.reshape(&failed, &[1])?, value, f.reshape(&first, &[1])?];
         let refs: Vec<&Value> = parts.iter().collect();
         let flag = f.concatenate(&refs, 0)?;
         self.checks.push(Check { kind, flag });
