@@ -544,6 +544,8 @@ pub fn call(
         .collect();
     let bound =
         tessera_ops::bind(schema, args, kwargs).map_err(|e| EagerError::op(String::new(), e))?;
+    tessera_ops::bind::refuse_numbers_as_tensors(&bound)
+        .map_err(|e| EagerError::op(String::new(), e))?;
     with(|rt| rt.call(bound, true))
 }
 

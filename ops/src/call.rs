@@ -58,6 +58,7 @@ pub fn call(
 ) -> Result<CallResult, OpError> {
     let schema = schema::find(op).ok_or_else(|| OpError::UnknownOp { op: op.to_string() })?;
     let bound = bind(schema, args, kwargs)?;
+    crate::bind::refuse_numbers_as_tensors(&bound)?;
     let p = plan(&types_of(&bound), Some(&bound), device.kind(), options)?;
     let tensors: Vec<&HostTensor> = bound.values.iter().flat_map(|v| v.tensors()).collect();
     let inputs: Vec<HostTensor> = p.inputs.iter().map(|&i| tensors[i].clone()).collect();

@@ -25,6 +25,9 @@ pub enum CheckKind {
     },
     /// "index out of range in self" (`index_select`, `embedding`: torch names no index).
     InSelf,
+    /// "INDICES element is out of DATA bounds, id=3 axis_dim=3" (torch's `index_select`
+    /// along dim 1, another kernel).
+    Indices { size: i64 },
     /// "out of range: tried to access index 15 on a tensor of 15 elements." (`take`, `put`).
     Flat { size: i64 },
     /// "Target 7 is out of bounds." (`nll_loss` and the losses built on it).
@@ -46,6 +49,9 @@ impl CheckKind {
                 format!("{prefix}index {value} is out of bounds for dimension {dim} with size {size}")
             }
             CheckKind::InSelf => "index out of range in self".into(),
+            CheckKind::Indices { size } => {
+                format!("INDICES element is out of DATA bounds, id={value} axis_dim={size}")
+            }
             CheckKind::Flat { size } => format!(
                 "out of range: tried to access index {value} on a tensor of {size} elements."
             ),

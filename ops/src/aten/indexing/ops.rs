@@ -230,7 +230,9 @@ pub(super) fn index_select(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let dim = wrap_dim(a.int("dim")?, x.rank())?;
     let index = vector_index(cx, &index, "index_select")?;
     let size = x.shape().get(dim).copied().unwrap_or(1) as i64;
-    cx.check_range(&index, 0, size, None, CheckKind::InSelf)?;
+    // torch's CPU kernel along dim 1 words it differently (measured, torch 2.x).
+    let kind = if dim == 1 && x.rank() > 1 { CheckKind::Indices { size } } else { CheckKind::InSelf };
+    cx.check_range(&index, 0, size, None, kind)?;
     if x.rank() == 0 {
         return one(x);
     }
