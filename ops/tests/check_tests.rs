@@ -61,6 +61,13 @@ fn row_gathers_refuse_out_of_range_indices() {
             "index out of range in self",
         );
     }
+    // torch words index_select along dim 1 as its other kernel does.
+    fails(
+        "index_select",
+        vec![x53(), ArgValue::Int(1), i64s(&[1], &[3])],
+        vec![],
+        "INDICES element is out of DATA bounds, id=3 axis_dim=3",
+    );
     // 2**40 is not clamped either.
     fails(
         "embedding",
@@ -499,4 +506,31 @@ fn child_without_checks() {
         vec![]
     )
     .is_ok());
+}
+
+#[test]
+fn numbers_for_tensor_arguments_only_where_torch_takes_them() {
+    let e = run(
+        "pow.Tensor_Scalar",
+        vec![ArgValue::Float(1.5), ArgValue::Int(2)],
+        vec![],
+    )
+    .unwrap_err();
+    assert!(matches!(e, OpError::BadArgs { .. }), "{e}");
+    assert!(
+        e.to_string().contains(
+            "Expected a value of type 'Tensor' for argument 'self' but instead found type 'float'."
+        ),
+        "{e}"
+    );
+    let e = run("clamp.Tensor", vec![x53(), ArgValue::Float(0.0)], vec![]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("type 'Optional[Tensor]' for argument 'min'"),
+        "{e}"
+    );
+    // add/sub/mul/div (and their in-place forms) take numbers, as in torch.
+    let r = run("add.Tensor", vec![ArgValue::Float(1.5), x53()], vec![]).unwrap();
+    assert_eq!(values(&r[0])[..2], [1.5, 2.5]);
+    assert!(run("mul.Tensor", vec![x53(), ArgValue::Int(2)], vec![]).is_ok());
 }
