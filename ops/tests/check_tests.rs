@@ -534,3 +534,80 @@ fn numbers_for_tensor_arguments_only_where_torch_takes_them() {
     assert_eq!(values(&r[0])[..2], [1.5, 2.5]);
     assert!(run("mul.Tensor", vec![x53(), ArgValue::Int(2)], vec![]).is_ok());
 }
+
+/// Argument checks torch makes (OpInfo `error_inputs` that Tessera accepted).
+#[test]
+fn argument_checks_follow_torch() {
+    let z = |shape: &[usize]| t(DType::F32, shape, &vec![0.; shape.iter().product()]);
+    let err = |op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>, want: &str| {
+        let e = run(op, args, kwargs).expect_err(op).to_string();
+        assert!(e.contains(want) && e.contains(op), "{e}");
+    };
+    err(
+        "group_norm",
+        vec![z(&[2, 0, 3]), ArgValue::Int(1)],
+        vec![],
+        "Expected number of channels to be greater than 0, got 0",
+    );
+    err(
+        "group_norm",
+        vec![z(&[2, 4, 0]), ArgValue::Int(2)],
+        vec![],
+        "Expected HxW to be greater than 0, got 0",
+    );
+    err(
+        "linalg_cross",
+        vec![z(&[5, 3]), z(&[5, 1])],
+        vec![],
+        "linalg.cross: inputs dimension -1 must have length 3. Got 3 and 1",
+    );
+    let u8mask = t(DType::U8, &[1, 3], &[1.; 3]);
+    err(
+        "masked_scatter",
+        vec![z(&[1, 3]), u8mask, z(&[3, 4])],
+        vec![],
+        "masked_scatter_ only supports boolean masks, but got mask with dtype Byte",
+    );
+    err(
+        "amax",
+        vec![z(&[1; 65]), ints(&[-1])],
+        vec![],
+        "only tensors with up to 64 dims are supported",
+    );
+    // Without named dims a 65-dim reduction is fine, as in torch.
+    assert!(run("amax", vec![z(&[1; 65]), ints(&[])], vec![]).is_ok());
+    let f64out = || ArgValue::Tensor(HostTensor::zeros(DType::F64, vec![3]));
+    err("amax.out", vec![x53(), ints(&[0])], vec![("out", f64out())], "Expected the dtype for input and out to match, but got Float for input's dtype and Double for out's dtype.");
+    err(
+        "gather.out",
+        vec![x53(), ArgValue::Int(1), i64s(&[5, 3], &[0; 15])],
+        vec![(
+            "out",
+            ArgValue::Tensor(HostTensor::zeros(DType::F64, vec![5, 3])),
+        )],
+        "Expected out tensor to have dtype float, but got double instead",
+    );
+    // Casting out= overloads still cast (add.out into f64).
+    let r = call(
+        "add.out",
+        vec![x53(), x53()],
+        vec![(
+            "out".into(),
+            ArgValue::Tensor(HostTensor::zeros(DType::F64, vec![5, 3])),
+        )],
+        &Device::cpu().unwrap(),
+        CallOptions::default(),
+    );
+    assert!(r.is_ok(), "{r:?}");
+    err(
+        "max_pool2d_with_indices",
+        vec![
+            z(&[1, 1, 4, 4]),
+            ints(&[2, 2]),
+            ints(&[2, 2]),
+            ints(&[2, 2]),
+        ],
+        vec![],
+        "pad should be at most half of effective kernel size",
+    );
+}

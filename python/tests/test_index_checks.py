@@ -66,6 +66,16 @@ CASES = [
     ("lerp.Tensor", (X, X, 0.5), {}),
     ("where.self", (X > 3, 1.0, X), {}),
     ("add.Tensor", (1.5, X), {}),
+    # Argument checks torch makes (OpInfo error_inputs and issue 17's reproducers).
+    ("max_pool2d_with_indices", (torch.zeros(1, 1, 4, 4), [2, 2], [2, 2], [2, 2]), {}),
+    ("full", ([2], 1.5), {"dtype": torch.bool}),
+    ("group_norm", (torch.zeros(2, 0, 3), 1), {}),
+    ("group_norm", (torch.zeros(2, 4, 0), 2), {}),
+    ("linalg_cross", (torch.zeros(5, 3), torch.zeros(5, 1)), {}),
+    ("masked_scatter", (torch.zeros(1, 3), torch.ones(1, 3, dtype=torch.uint8), torch.zeros(3, 4)), {}),
+    ("amax", (torch.zeros([1] * 65), [-1]), {}),
+    ("amax.out", (X, [0]), {"out": torch.empty(3, dtype=torch.float64)}),
+    ("gather.out", (X, 1, torch.zeros(5, 3, dtype=torch.long)), {"out": torch.empty(5, 3, dtype=torch.float64)}),
 ]
 
 

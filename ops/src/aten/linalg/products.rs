@@ -224,6 +224,18 @@ pub(super) fn cross(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
             y.rank()
         )));
     }
+    // With a dim, torch checks the inputs' lengths before broadcasting them.
+    if let Some(dm) = a.opt_int("dim")? {
+        let w = wrap_dim(dm, x.rank())?;
+        let (lx, ly) = (x.shape().get(w).copied(), y.shape().get(w).copied());
+        if lx != Some(3) || ly != Some(3) {
+            return Err(LowerError::invalid(format!(
+                "linalg.cross: inputs dimension {dm} must have length 3. Got {} and {}",
+                lx.unwrap_or(1),
+                ly.unwrap_or(1)
+            )));
+        }
+    }
     let (v, d) = promote_broadcast(cx, &[Operand::Tensor(x), Operand::Tensor(y)], None)?;
     if d == DType::Bool {
         return Err(LowerError::dtype(d, "\"cross\" not implemented for 'Bool'"));
