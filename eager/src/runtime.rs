@@ -125,17 +125,7 @@ pub(crate) fn describe(b: &Bound<TensorType>) -> String {
 }
 
 pub(crate) fn types_of(b: &Bound<Tensor>) -> Bound<TensorType> {
-    Bound {
-        schema: b.schema,
-        values: b
-            .values
-            .iter()
-            .map(|v| {
-                v.try_map(&mut |t: &Tensor| Ok::<_, ()>(t.ty()))
-                    .expect("typing cannot fail")
-            })
-            .collect(),
-    }
+    b.map(Tensor::ty)
 }
 
 impl Runtime {

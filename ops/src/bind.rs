@@ -14,6 +14,23 @@ pub struct Bound<T> {
     pub values: Vec<ArgValue<T>>,
 }
 
+impl<T> Bound<T> {
+    /// The same call with every tensor mapped through `f` (host data -> types -> values).
+    pub fn map<U>(&self, mut f: impl FnMut(&T) -> U) -> Bound<U> {
+        Bound {
+            schema: self.schema,
+            values: self
+                .values
+                .iter()
+                .map(|v| {
+                    v.try_map(&mut |t| Ok::<_, std::convert::Infallible>(f(t)))
+                        .unwrap_or_else(|never| match never {})
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Binds `args` then `kwargs` to `schema`'s arguments.
 pub fn bind<T: TensorArg>(
     schema: &'static OpSchema,

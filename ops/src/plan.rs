@@ -94,20 +94,10 @@ pub fn plan(
     }
     let choice = choice?;
     let mut next = 0usize;
-    let indexed = Bound {
-        schema,
-        values: bound
-            .values
-            .iter()
-            .map(|v| {
-                v.try_map(&mut |_| {
-                    next += 1;
-                    Ok::<_, ()>(next - 1)
-                })
-                .expect("numbering tensors cannot fail")
-            })
-            .collect(),
-    };
+    let indexed = bound.map(|_| {
+        next += 1;
+        next - 1
+    });
     let (args, writes, direct) = match choice {
         Choice::ViaFunctional { functional, .. } => {
             let (args, writes) = rebind_functional(&indexed, functional);
@@ -215,39 +205,19 @@ pub fn result_values(outs: &[Out]) -> Vec<Value> {
 
 /// The call's tensors as types.
 pub fn types_of(bound: &HostArgs) -> Bound<TensorType> {
-    Bound {
-        schema: bound.schema,
-        values: bound
-            .values
-            .iter()
-            .map(|v| {
-                v.try_map(&mut |t: &HostTensor| Ok::<_, ()>(TensorType::new(t.shape(), t.dtype())))
-                    .expect("typing tensors cannot fail")
-            })
-            .collect(),
-    }
+    bound.map(|t| TensorType::new(t.shape(), t.dtype()))
 }
 
 /// The call with zero-filled host tensors where `fill`, else with empty ones of no shape
 /// (dispatch reads them only for override predicates).
 fn zero_filled(bound: &Bound<TensorType>, fill: bool) -> HostArgs {
-    Bound {
-        schema: bound.schema,
-        values: bound
-            .values
-            .iter()
-            .map(|v| {
-                v.try_map(&mut |t: &TensorType| {
-                    Ok::<_, ()>(if fill {
-                        HostTensor::zeros(t.dtype, t.shape.clone())
-                    } else {
-                        HostTensor::zeros(t.dtype, vec![0])
-                    })
-                })
-                .expect("filling tensors cannot fail")
-            })
-            .collect(),
-    }
+    bound.map(|t| {
+        if fill {
+            HostTensor::zeros(t.dtype, t.shape.clone())
+        } else {
+            HostTensor::zeros(t.dtype, vec![0])
+        }
+    })
 }
 
 /// The first complex dtype among the tensors and dtype arguments of a call, if any.

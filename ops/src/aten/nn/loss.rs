@@ -143,6 +143,18 @@ fn check_weight(w: &Option<Value>, c: usize, dt: DType) -> LowerResult<()> {
     Ok(())
 }
 
+/// nll_loss's (forward and backward) checks of `self` [C] or [N, C] and `target`.
+fn check_nll_args(x: &Value, t: &Value, frame: &str) -> LowerResult<()> {
+    float_only(x, frame)?;
+    if x.rank() < 1 || x.rank() > 2 {
+        return invalid("input tensor should be 1D or 2D");
+    }
+    if t.rank() > 1 {
+        return invalid("0D or 1D target tensor expected, multi-target not supported");
+    }
+    check_target(t, false)
+}
+
 /// Class-index targets are int64 or uint8 (int64 only for K-dimensional inputs).
 fn check_target(t: &Value, kdim: bool) -> LowerResult<()> {
     let d = t.dtype();
@@ -165,14 +177,7 @@ pub(crate) fn nll_loss_forward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>
     let r = reduction(a)?;
     let ignore = a.int("ignore_index")?;
     let dt = x.dtype();
-    float_only(&x, "nll_loss_forward_out_frame")?;
-    if x.rank() < 1 || x.rank() > 2 {
-        return invalid("input tensor should be 1D or 2D");
-    }
-    if t.rank() > 1 {
-        return invalid("0D or 1D target tensor expected, multi-target not supported");
-    }
-    check_target(&t, false)?;
+    check_nll_args(&x, &t, "nll_loss_forward_out_frame")?;
     let no_batch = x.rank() == 1;
     if no_batch && t.rank() == 1 && t.shape()[0] != 1 {
         return invalid(format!(
@@ -393,14 +398,7 @@ pub(crate) fn nll_loss_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out
     let ignore = a.int("ignore_index")?;
     let tw = a.tensor("total_weight")?;
     let dt = x.dtype();
-    float_only(&x, "nll_loss_backward_out_frame")?;
-    if x.rank() < 1 || x.rank() > 2 {
-        return invalid("input tensor should be 1D or 2D");
-    }
-    if t.rank() > 1 {
-        return invalid("0D or 1D target tensor expected, multi-target not supported");
-    }
-    check_target(&t, false)?;
+    check_nll_args(&x, &t, "nll_loss_backward_out_frame")?;
     let no_batch = x.rank() == 1;
     let c = *x.shape().last().expect("rank >= 1");
     let m = if no_batch { 1 } else { x.shape()[0] };
