@@ -7,9 +7,11 @@ use crate::error::{EagerError, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use tessera_lowering::stablehlo::{FuncBuilder, TensorType, Value};
+use tessera_lowering::stablehlo::{TensorType, Value};
 use tessera_ops::bind::Bound;
-use tessera_ops::{lower_planned, plan, result_values, ArgValue, CallOptions, Lower, Out, Plan};
+use tessera_ops::{
+    lower_planned, plan, result_values, ArgValue, CallOptions, CheckKind, Lower, Out, Plan,
+};
 use tessera_runtime::{Client, CompileOptions, DeviceKind, Executable};
 
 /// What one schema return is, with the positions of its values among the results.
@@ -39,6 +41,9 @@ pub(crate) struct OpEntry {
     pub writes: Vec<(usize, usize)>,
     /// The types of the results (the module's outputs), in order.
     pub results: Vec<TensorType>,
+    /// The data checks of the lowering ([`tessera_ops::check`]): their flags are the
+    /// module's outputs after `results`.
+    pub checks: Vec<CheckKind>,
     /// The one-op module (None when nothing needs the device).
     pub module: Option<String>,
     exe: Mutex<Option<Arc<Executable>>>,
@@ -160,11 +165,7 @@ pub(crate) fn build_entry(
 ) -> std::result::Result<Arc<OpEntry>, tessera_ops::OpError> {
     let p = plan(bound, None, device, options)?;
     let tensors: Vec<&TensorType> = bound.values.iter().flat_map(|v| v.tensors()).collect();
-    let mut cx = Lower {
-        f: FuncBuilder::new("main"),
-        seed: options.seed,
-        device,
-    };
+    let mut cx = Lower::new(options.seed, device);
     let args: Vec<Value> = p
         .inputs
         .iter()
@@ -173,10 +174,14 @@ pub(crate) fn build_entry(
     let lowered = lower_planned(&mut cx, &p, &args)?;
     let values = result_values(&lowered.outs);
     let results: Vec<TensorType> = values.iter().map(|v| v.ty().clone()).collect();
+    let checks = std::mem::take(&mut cx.checks);
     let module = if values.is_empty() {
         None
     } else {
-        let refs: Vec<&Value> = values.iter().collect();
+        let refs: Vec<&Value> = values
+            .iter()
+            .chain(checks.iter().map(|c| &c.flag))
+            .collect();
         let m =
             cx.f.finish(&refs)
                 .map_err(|e| tessera_ops::OpError::Lower {
@@ -213,6 +218,7 @@ pub(crate) fn build_entry(
         plan: p,
         outs,
         results,
+        checks: checks.into_iter().map(|c| c.kind).collect(),
         module,
         exe: Mutex::new(None),
     });

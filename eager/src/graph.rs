@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
-use tessera_lowering::stablehlo::{FuncBuilder, TensorType, Value};
-use tessera_ops::{lower_planned, result_values, Lower};
+use tessera_lowering::stablehlo::{TensorType, Value};
+use tessera_ops::{lower_planned, result_values, CheckKind, Lower};
 use tessera_runtime::{Buffer, CompileOptions, DeviceKind, Executable};
 
 /// Where a node's argument comes from.
@@ -53,14 +53,25 @@ pub(crate) struct Flushed {
     pub live: Vec<(u32, u32)>,
     pub holders: Vec<(PendingRef, Arc<Storage>)>,
     pub exe: Arc<Executable>,
+    /// The program's data checks: op name and kind; their flags are its outputs after the
+    /// live results.
+    pub checks: Arc<Vec<(String, CheckKind)>>,
 }
 
 /// One compiled fused program.
 struct Fused {
     exe: Arc<Executable>,
+    checks: Arc<Vec<(String, CheckKind)>>,
 }
 
 type FusedMap = HashMap<Vec<u64>, Arc<Fused>>;
+
+/// A fused program that ran: it, its live results' buffers, its checks.
+type FusedRun = (
+    Arc<Executable>,
+    Vec<Arc<Buffer>>,
+    Arc<Vec<(String, CheckKind)>>,
+);
 
 fn fused_cache() -> &'static Mutex<FusedMap> {
     static MAP: OnceLock<Mutex<FusedMap>> = OnceLock::new();
@@ -163,13 +174,15 @@ fn key_of(g: &Graph, live: &[(u32, u32)]) -> Vec<u64> {
     k
 }
 
-/// Lowers every node of `g` into one function returning the `live` results.
-fn build_module(g: &Graph, live: &[(u32, u32)], device: DeviceKind) -> Result<String> {
-    let mut cx = Lower {
-        f: FuncBuilder::new("main"),
-        seed: 0,
-        device,
-    };
+/// Lowers every node of `g` into one function returning the `live` results, then the flags
+/// of its data checks (returned with their op names).
+fn build_module(
+    g: &Graph,
+    live: &[(u32, u32)],
+    device: DeviceKind,
+) -> Result<(String, Vec<(String, CheckKind)>)> {
+    let mut cx = Lower::new(0, device);
+    let mut check_ops = Vec::new();
     let ins: Vec<Value> = g
         .inputs
         .iter()
@@ -190,15 +203,23 @@ fn build_module(g: &Graph, live: &[(u32, u32)], device: DeviceKind) -> Result<St
             .map_err(|e| EagerError::op(String::new(), e))?;
         let results = result_values(&lowered.outs);
         vals.push(results);
+        check_ops.resize(cx.checks.len(), n.entry.op().full_name());
     }
+    let checks = std::mem::take(&mut cx.checks);
     let outs: Vec<&Value> = live
         .iter()
         .map(|&(n, o)| &vals[n as usize][o as usize])
+        .chain(checks.iter().map(|c| &c.flag))
         .collect();
     let m =
         cx.f.finish(&outs)
             .map_err(|e| EagerError::Usage(format!("building the fused program: {e}")))?;
-    Ok(m.into_text())
+    let checks = check_ops
+        .into_iter()
+        .zip(checks)
+        .map(|(op, c)| (op, c.kind))
+        .collect();
+    Ok((m.into_text(), checks))
 }
 
 impl Runtime {
@@ -232,7 +253,7 @@ impl Runtime {
             return Ok(None);
         }
         match self.run_fused(&g, &live) {
-            Ok((exe, bufs)) => {
+            Ok((exe, bufs, checks)) => {
                 for (r, s) in &holders {
                     let at = live
                         .binary_search(&(r.node, r.out))
@@ -250,6 +271,7 @@ impl Runtime {
                     live,
                     holders,
                     exe,
+                    checks,
                 }))
             }
             Err(e) => {
@@ -259,11 +281,7 @@ impl Runtime {
         }
     }
 
-    fn run_fused(
-        &mut self,
-        g: &Graph,
-        live: &[(u32, u32)],
-    ) -> Result<(Arc<Executable>, Vec<Arc<Buffer>>)> {
+    fn run_fused(&mut self, g: &Graph, live: &[(u32, u32)]) -> Result<FusedRun> {
         let key = key_of(g, live);
         let cached = fused_cache()
             .lock()
@@ -276,14 +294,17 @@ impl Runtime {
                 f
             }
             None => {
-                let text = build_module(g, live, self.kind)?;
+                let (text, checks) = build_module(g, live, self.kind)?;
                 dump(&text);
                 let exe = self
                     .client
                     .compile(&text, &CompileOptions::default())
                     .map_err(|e| fused_error(g, &e.to_string()))?;
                 count(g.mode, |s| s.compiles += 1);
-                let f = Arc::new(Fused { exe: Arc::new(exe) });
+                let f = Arc::new(Fused {
+                    exe: Arc::new(exe),
+                    checks: Arc::new(checks),
+                });
                 fused_cache()
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -306,7 +327,15 @@ impl Runtime {
                     .map_err(|e| fused_error(g, &e.to_string()))?;
             }
         }
-        Ok((fused.exe.clone(), outs.into_iter().map(Arc::new).collect()))
+        let mut outs: Vec<Arc<Buffer>> = outs.into_iter().map(Arc::new).collect();
+        let flags = outs.split_off(live.len().min(outs.len()));
+        for ((op, kind), flag) in fused.checks.iter().zip(flags) {
+            self.defer_checks(op.clone(), std::slice::from_ref(kind), vec![flag])?;
+        }
+        if g.mode == EagerMode::Debug {
+            self.raise_checks()?;
+        }
+        Ok((fused.exe.clone(), outs, fused.checks.clone()))
     }
 
     /// After a failed fused run: each op alone, waiting for each, so an error lands on the op
@@ -371,7 +400,10 @@ impl Runtime {
             o.block_until_ready()
                 .map_err(|e| EagerError::device(&op, String::new(), &e))?;
         }
-        Ok(outs.into_iter().map(Arc::new).collect())
+        let mut outs: Vec<Arc<Buffer>> = outs.into_iter().map(Arc::new).collect();
+        let flags = outs.split_off(entry.results.len().min(outs.len()));
+        self.defer_checks(op, &entry.checks, flags)?;
+        Ok(outs)
     }
 }
 

@@ -9,6 +9,7 @@ use crate::tensor::{State, Storage, Tensor};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_lowering::stablehlo::TensorType;
+use tessera_ops::CheckKind;
 use tessera_runtime::{Buffer, Executable};
 
 /// Where a replayed program's input comes from.
@@ -47,6 +48,10 @@ pub(crate) struct Replay {
     /// type.
     writes: Vec<(usize, Target, TensorType)>,
     ops: Vec<&'static tessera_ops::OpSchema>,
+    /// The program's data checks (op name, kind); their flags are its outputs from
+    /// `checks_at` on, read at the next sync point.
+    checks: Arc<Vec<(String, CheckKind)>>,
+    checks_at: usize,
 }
 
 impl Replay {
@@ -100,6 +105,9 @@ impl Replay {
             .into_iter()
             .map(Arc::new)
             .collect();
+        for ((op, kind), flag) in self.checks.iter().zip(outs.iter().skip(self.checks_at)) {
+            rt.defer_checks(op.clone(), std::slice::from_ref(kind), vec![flag.clone()])?;
+        }
         let last = self.ops.last().copied();
         for (at, t, ty) in &self.writes {
             let mut c = t.storage(args).lock();
@@ -190,6 +198,8 @@ impl Runtime {
             outs,
             writes,
             ops,
+            checks: f.checks.clone(),
+            checks_at: f.live.len(),
         }))
     }
 }

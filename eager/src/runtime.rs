@@ -15,7 +15,7 @@ use std::time::Instant;
 use tessera_lowering::stablehlo::TensorType;
 use tessera_lowering::{DType, HostTensor};
 use tessera_ops::bind::Bound;
-use tessera_ops::{ArgValue, CallOptions, OpSchema};
+use tessera_ops::{ArgValue, CallOptions, CheckKind, OpSchema};
 use tessera_runtime::{AlignedBytes, Buffer, Client, Device, DeviceKind};
 
 /// One result of an op call, per schema return.
@@ -53,7 +53,21 @@ pub(crate) struct Runtime {
     pub graph: Graph,
     /// Device copies of recent scalar arguments (`alpha`, `0.5`), keyed by dtype and bits.
     scalars: HashMap<(DType, u64), Arc<Buffer>>,
+    /// Flags of data checks (index bounds, division by zero) of ops that ran and whose
+    /// flags nobody read yet: read at the next sync point ([`Runtime::raise_checks`]).
+    checks: Vec<PendingCheck>,
 }
+
+/// A data check's flag on the device, with the op and check it belongs to.
+pub(crate) struct PendingCheck {
+    pub op: String,
+    pub kind: CheckKind,
+    pub flag: Arc<Buffer>,
+}
+
+/// Unread check flags kept at most; past it they are read (and raised) at the next op, so
+/// a loop that never syncs does not hold flags without bound.
+const MAX_PENDING_CHECKS: usize = 1024;
 
 /// The process's eager device: `TESSERA_DEVICE` (default cpu).
 fn device() -> Result<Device> {
@@ -82,6 +96,7 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Runtime) -> Result<R>) -> Result<R> {
                 client: client.clone(),
                 graph: Graph::new(),
                 scalars: HashMap::new(),
+                checks: Vec::new(),
             });
         }
         f(slot.as_mut().expect("started above"))
@@ -110,17 +125,7 @@ pub(crate) fn describe(b: &Bound<TensorType>) -> String {
 }
 
 pub(crate) fn types_of(b: &Bound<Tensor>) -> Bound<TensorType> {
-    Bound {
-        schema: b.schema,
-        values: b
-            .values
-            .iter()
-            .map(|v| {
-                v.try_map(&mut |t: &Tensor| Ok::<_, ()>(t.ty()))
-                    .expect("typing cannot fail")
-            })
-            .collect(),
-    }
+    b.map(Tensor::ty)
 }
 
 impl Runtime {
@@ -282,14 +287,64 @@ impl Runtime {
             s.launches += 1;
             s.execute_nanos += nanos;
         });
-        let outs = outs.map_err(|e| EagerError::device(&op.full_name(), args(), &e))?;
+        let mut outs = outs.map_err(|e| EagerError::device(&op.full_name(), args(), &e))?;
         if debug {
             for o in &outs {
                 o.block_until_ready()
                     .map_err(|e| EagerError::device(&op.full_name(), args(), &e))?;
             }
         }
+        let flags = outs.split_off(entry.results.len().min(outs.len()));
+        let flags = flags.into_iter().map(Arc::new).collect();
+        self.defer_checks(op.full_name(), &entry.checks, flags)?;
+        if debug {
+            self.raise_checks()?;
+        }
         Ok(outs.into_iter().map(|b| Val::Buf(Arc::new(b))).collect())
+    }
+
+    /// Keeps the check flags of a program that ran (`kinds[i]`'s flag is `flags[i]`; `op`
+    /// names the op), to be read at the next sync point.
+    pub(crate) fn defer_checks(
+        &mut self,
+        op: String,
+        kinds: &[CheckKind],
+        flags: Vec<Arc<Buffer>>,
+    ) -> Result<()> {
+        for (kind, flag) in kinds.iter().zip(flags) {
+            self.checks.push(PendingCheck {
+                op: op.clone(),
+                kind: kind.clone(),
+                flag,
+            });
+        }
+        if self.checks.len() > MAX_PENDING_CHECKS {
+            self.raise_checks()?;
+        }
+        Ok(())
+    }
+
+    /// Reads the pending check flags (waiting for their programs); the first one set is the
+    /// error, naming its op (torch's message: "index 10 is out of bounds for dimension 0
+    /// with size 5").
+    pub(crate) fn raise_checks(&mut self) -> Result<()> {
+        let mut first = None;
+        for c in std::mem::take(&mut self.checks) {
+            if first.is_some() {
+                continue;
+            }
+            let h = c
+                .flag
+                .to_host()
+                .map_err(|e| EagerError::device(&c.op, String::new(), &e))?;
+            if let Some(message) = tessera_ops::check::failure(&c.kind, &h) {
+                first = Some(EagerError::op(
+                    String::new(),
+                    tessera_ops::OpError::Checked { op: c.op, message },
+                ));
+            }
+        }
+        first.map_or(Ok(()), Err)
     }
 
     /// The type and value of a tensor (a view is computed from its base). `need`: a pending
@@ -442,6 +497,7 @@ impl Runtime {
                 "internal: a read found a pending value".into(),
             ));
         };
+        self.raise_checks()?;
         let h = buf
             .to_host()
             .map_err(|e| EagerError::device(&op_name(op), String::new(), &e))?;
@@ -455,7 +511,7 @@ impl Runtime {
             buf.block_until_ready()
                 .map_err(|e| EagerError::device(&op_name(op), String::new(), &e))?;
         }
-        Ok(())
+        self.raise_checks()
     }
 }
 
@@ -478,10 +534,15 @@ pub fn call(
         .collect();
     let bound =
         tessera_ops::bind(schema, args, kwargs).map_err(|e| EagerError::op(String::new(), e))?;
+    tessera_ops::bind::refuse_numbers_as_tensors(&bound)
+        .map_err(|e| EagerError::op(String::new(), e))?;
     with(|rt| rt.call(bound, true))
 }
 
 /// Runs this thread's pending deferred ops now (TorchTPU's `sync`, torch_xla's `mark_step`).
 pub fn sync() -> Result<()> {
-    with(|rt| rt.flush(FlushReason::Explicit))
+    with(|rt| {
+        rt.flush(FlushReason::Explicit)?;
+        rt.raise_checks()
+    })
 }

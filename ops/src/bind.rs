@@ -14,6 +14,23 @@ pub struct Bound<T> {
     pub values: Vec<ArgValue<T>>,
 }
 
+impl<T> Bound<T> {
+    /// The same call with every tensor mapped through `f` (host data -> types -> values).
+    pub fn map<U>(&self, mut f: impl FnMut(&T) -> U) -> Bound<U> {
+        Bound {
+            schema: self.schema,
+            values: self
+                .values
+                .iter()
+                .map(|v| {
+                    v.try_map(&mut |t| Ok::<_, std::convert::Infallible>(f(t)))
+                        .unwrap_or_else(|never| match never {})
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Binds `args` then `kwargs` to `schema`'s arguments.
 pub fn bind<T: TensorArg>(
     schema: &'static OpSchema,
@@ -113,6 +130,58 @@ impl TensorArg for tessera_lowering::HostTensor {
                 .map(|x| x.trunc() as i64),
         }
     }
+}
+
+/// The ops whose Tensor arguments take a Python number in `torch.ops.aten` (torch's
+/// `_should_allow_numbers_as_tensors`, read from torch 2.x; with their `_` and `.out` forms).
+const NUMBERS_AS_TENSORS: &[&str] = &[
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "true_divide",
+    "floor_divide",
+    "to",
+    "_to_copy",
+    "copy",
+    "_conj",
+    "divide",
+    "multiply",
+    "subtract",
+];
+
+/// Refuses a number for a Tensor argument where PyTorch does (`pow.Tensor_Scalar(1.5, 2)`:
+/// "Expected a value of type 'Tensor' for argument 'self' but instead found type 'float'.").
+/// Checked where a user's call enters (`ops::call`, the eager `call`), not in [`bind`]:
+/// lowerings rebind numbers into their helpers' Tensor arguments on purpose.
+pub fn refuse_numbers_as_tensors<T>(b: &Bound<T>) -> Result<(), OpError> {
+    let base = b.schema.name.trim_end_matches('_');
+    if NUMBERS_AS_TENSORS.contains(&base) {
+        return Ok(());
+    }
+    for (a, v) in b.schema.args.iter().zip(&b.values) {
+        let found = match v {
+            ArgValue::Bool(_) => "bool",
+            ArgValue::Int(_) => "int",
+            ArgValue::Float(_) => "float",
+            _ => continue,
+        };
+        if a.ty == ArgType::Tensor {
+            let want = if a.optional {
+                "Optional[Tensor]"
+            } else {
+                "Tensor"
+            };
+            return Err(OpError::BadArgs {
+                op: b.schema.full_name(),
+                reason: format!(
+                    "Expected a value of type '{want}' for argument '{}' but instead found type '{found}'.",
+                    a.name
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Checks `v` against `a`'s type, converting where PyTorch converts.

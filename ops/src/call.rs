@@ -4,12 +4,13 @@
 //! keeps values on the device.
 
 use crate::bind::bind;
+use crate::check::{failure, CheckKind};
 use crate::error::{LowerError, OpError};
 use crate::lower::{Lower, Out};
 use crate::plan::{lower_planned, plan, result_values, types_of};
 use crate::schema::{self, OpSchema};
 use crate::value::ArgValue;
-use tessera_lowering::stablehlo::{FuncBuilder, TensorType, Value};
+use tessera_lowering::stablehlo::{TensorType, Value};
 use tessera_lowering::{DType, HostTensor};
 use tessera_runtime::{CompileOptions, Device};
 
@@ -57,31 +58,41 @@ pub fn call(
 ) -> Result<CallResult, OpError> {
     let schema = schema::find(op).ok_or_else(|| OpError::UnknownOp { op: op.to_string() })?;
     let bound = bind(schema, args, kwargs)?;
+    crate::bind::refuse_numbers_as_tensors(&bound)?;
     let p = plan(&types_of(&bound), Some(&bound), device.kind(), options)?;
     let tensors: Vec<&HostTensor> = bound.values.iter().flat_map(|v| v.tensors()).collect();
     let inputs: Vec<HostTensor> = p.inputs.iter().map(|&i| tensors[i].clone()).collect();
-    let mut cx = Lower {
-        f: FuncBuilder::new("main"),
-        seed: options.seed,
-        device: device.kind(),
-    };
+    let mut cx = Lower::new(options.seed, device.kind());
     let args: Vec<Value> = inputs
         .iter()
         .map(|t| cx.f.arg(TensorType::new(t.shape(), t.dtype())))
         .collect();
     let lowered = lower_planned(&mut cx, &p, &args)?;
     let results = result_values(&lowered.outs);
+    let checks = std::mem::take(&mut cx.checks);
     let module = if results.is_empty() {
         None
     } else {
-        let refs: Vec<&Value> = results.iter().collect();
+        // The checks' flags are outputs after the results.
+        let refs: Vec<&Value> = results
+            .iter()
+            .chain(checks.iter().map(|c| &c.flag))
+            .collect();
         let finished = cx.f.finish(&refs).map_err(|e| OpError::Lower {
             op: schema.full_name(),
             source: LowerError::from(e),
         })?;
         Some(finished.into_text())
     };
-    let outputs = run(schema, &lowered.outs, module.as_deref(), &inputs, device)?;
+    let kinds: Vec<CheckKind> = checks.into_iter().map(|c| c.kind).collect();
+    let outputs = run(
+        schema,
+        &lowered.outs,
+        &kinds,
+        module.as_deref(),
+        &inputs,
+        device,
+    )?;
     Ok(CallResult {
         writes: lowered.writes,
         returns: p.returns,
@@ -101,6 +112,7 @@ pub fn can_cast(from: DType, to: DType) -> bool {
 fn run(
     schema: &OpSchema,
     outs: &[Out],
+    checks: &[CheckKind],
     module: Option<&str>,
     inputs: &[HostTensor],
     device: &Device,
@@ -124,6 +136,13 @@ fn run(
         let refs: Vec<_> = bufs.iter().collect();
         for b in exe.execute(&refs).map_err(rt)? {
             host.push(b.to_host().map_err(rt)?);
+        }
+    }
+    // A set check flag is the call's error (the flags are the module's last outputs).
+    if module.is_some() {
+        let flags = host.split_off(host.len().saturating_sub(checks.len()));
+        if let Some(message) = checks.iter().zip(&flags).find_map(|(k, f)| failure(k, f)) {
+            return Err(OpError::Checked { op, message });
         }
     }
     let mut host = host.into_iter();

@@ -54,6 +54,10 @@ pub enum OpError {
         kernel: String,
         message: String,
     },
+    /// A check of the data made on the device failed ([`crate::check`]): an index out of
+    /// range, an integer division by zero (`message` is torch's).
+    #[error("`aten::{op}`: {message}")]
+    Checked { op: String, message: String },
     #[error("`aten::{op}` on the device: {source}")]
     Runtime {
         op: String,

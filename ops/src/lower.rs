@@ -2,6 +2,7 @@
 //! and what it returns ([`Out`] per schema return).
 
 use crate::args::Args;
+use crate::check::Check;
 use crate::error::LowerResult;
 use std::ops::{Deref, DerefMut};
 use tessera_lowering::stablehlo::{FuncBuilder, Value};
@@ -14,6 +15,24 @@ pub struct Lower {
     /// call is reproducible).
     pub seed: u64,
     pub device: DeviceKind,
+    /// Whether lowerings add data checks ([`crate::check`]; `TESSERA_CHECK_INDICES`).
+    pub checks_enabled: bool,
+    /// The checks added so far; their flags are extra outputs of the module, after its
+    /// results.
+    pub checks: Vec<Check>,
+}
+
+impl Lower {
+    /// A context around a new `@main`, with checks as `TESSERA_CHECK_INDICES` says.
+    pub fn new(seed: u64, device: DeviceKind) -> Self {
+        Lower {
+            f: FuncBuilder::new("main"),
+            seed,
+            device,
+            checks_enabled: crate::check::enabled_by_env(),
+            checks: Vec::new(),
+        }
+    }
 }
 
 impl Deref for Lower {

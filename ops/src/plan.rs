@@ -94,20 +94,10 @@ pub fn plan(
     }
     let choice = choice?;
     let mut next = 0usize;
-    let indexed = Bound {
-        schema,
-        values: bound
-            .values
-            .iter()
-            .map(|v| {
-                v.try_map(&mut |_| {
-                    next += 1;
-                    Ok::<_, ()>(next - 1)
-                })
-                .expect("numbering tensors cannot fail")
-            })
-            .collect(),
-    };
+    let indexed = bound.map(|_| {
+        next += 1;
+        next - 1
+    });
     let (args, writes, direct) = match choice {
         Choice::ViaFunctional { functional, .. } => {
             let (args, writes) = rebind_functional(&indexed, functional);
@@ -215,39 +205,19 @@ pub fn result_values(outs: &[Out]) -> Vec<Value> {
 
 /// The call's tensors as types.
 pub fn types_of(bound: &HostArgs) -> Bound<TensorType> {
-    Bound {
-        schema: bound.schema,
-        values: bound
-            .values
-            .iter()
-            .map(|v| {
-                v.try_map(&mut |t: &HostTensor| Ok::<_, ()>(TensorType::new(t.shape(), t.dtype())))
-                    .expect("typing tensors cannot fail")
-            })
-            .collect(),
-    }
+    bound.map(|t| TensorType::new(t.shape(), t.dtype()))
 }
 
 /// The call with zero-filled host tensors where `fill`, else with empty ones of no shape
 /// (dispatch reads them only for override predicates).
 fn zero_filled(bound: &Bound<TensorType>, fill: bool) -> HostArgs {
-    Bound {
-        schema: bound.schema,
-        values: bound
-            .values
-            .iter()
-            .map(|v| {
-                v.try_map(&mut |t: &TensorType| {
-                    Ok::<_, ()>(if fill {
-                        HostTensor::zeros(t.dtype, t.shape.clone())
-                    } else {
-                        HostTensor::zeros(t.dtype, vec![0])
-                    })
-                })
-                .expect("filling tensors cannot fail")
-            })
-            .collect(),
-    }
+    bound.map(|t| {
+        if fill {
+            HostTensor::zeros(t.dtype, t.shape.clone())
+        } else {
+            HostTensor::zeros(t.dtype, vec![0])
+        }
+    })
 }
 
 /// The first complex dtype among the tensors and dtype arguments of a call, if any.
@@ -366,6 +336,11 @@ fn cast_for_write(
         )));
     }
     let schema_arg = &args.schema.args[arg];
+    if schema_arg.out && v.dtype() != target.dtype {
+        if let Some(message) = exact_out_dtype(args.schema.name, v.dtype(), target.dtype) {
+            return Err(LowerError::invalid(message));
+        }
+    }
     // In-place views (`t_`, `unsqueeze_`, `as_strided_`) change `self`'s shape by design.
     let reshapes = schema_arg.out || args.schema.has_tag(Tag::InplaceView);
     if !reshapes && v.shape() != target.shape.as_slice() {
@@ -379,4 +354,32 @@ fn cast_for_write(
         *v = cx.f.convert(v, target.dtype)?;
     }
     Ok(())
+}
+
+/// The ops whose `out=` tensor must have the result's dtype (torch refuses to cast there):
+/// torch's message, or None where the result is cast into `out`.
+fn exact_out_dtype(op: &str, result: DType, out: DType) -> Option<String> {
+    use crate::aten::util::torch_name;
+    // The C++ names torch prints for gather (`float`, `double`).
+    let c_name = |d: DType| match d {
+        DType::F32 => "float".to_string(),
+        DType::F64 => "double".to_string(),
+        DType::I64 => "long int".to_string(),
+        DType::I32 => "int".to_string(),
+        DType::Bool => "bool".to_string(),
+        d => d.to_string(),
+    };
+    match op {
+        "amax" | "amin" => Some(format!(
+            "Expected the dtype for input and out to match, but got {} for input's dtype and {} for out's dtype.",
+            torch_name(result),
+            torch_name(out)
+        )),
+        "gather" => Some(format!(
+            "Expected out tensor to have dtype {}, but got {} instead",
+            c_name(result),
+            c_name(out)
+        )),
+        _ => None,
+    }
 }

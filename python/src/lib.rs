@@ -92,7 +92,7 @@ fn py_err(e: OpError) -> PyErr {
     let msg = e.to_string();
     match e {
         OpError::UnknownOp { .. } => UnknownOpError::new_err(msg),
-        OpError::BadArgs { .. } => ArgumentError::new_err(msg),
+        OpError::BadArgs { .. } | OpError::Checked { .. } => ArgumentError::new_err(msg),
         OpError::Lower {
             source: tessera_ops::LowerError::Invalid(_),
             ..

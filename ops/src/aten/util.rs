@@ -32,6 +32,12 @@ pub fn reduce_dims(dims: Option<&[i64]>, rank: usize) -> LowerResult<Vec<usize>>
         None | Some([]) => return Ok((0..rank).collect()),
         Some(d) => d,
     };
+    // torch's TensorIterator reductions over named dims stop at 64 dims.
+    if rank > 64 {
+        return Err(LowerError::invalid(
+            "only tensors with up to 64 dims are supported",
+        ));
+    }
     let mut out = Vec::new();
     for &d in dims {
         let w = wrap_dim(d, rank)?;

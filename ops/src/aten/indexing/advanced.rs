@@ -8,6 +8,7 @@ use super::points::{nonzero_flat, stack_indices, unravel, Combine};
 use crate::aten::shape::common::*;
 use crate::aten::util::broadcast_all;
 use crate::args::Args;
+use crate::check::CheckKind;
 use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
 use tessera_lowering::stablehlo::{Comparison, GatherDims, ScatterDims, Value};
@@ -44,11 +45,14 @@ fn plan(cx: &mut Lower, x: &Value, indices: &[Option<Value>]) -> LowerResult<Opt
     let mut dims = Vec::new();
     let mut comps = Vec::new();
     let mut mask: Option<(Value, usize)> = None;
+    let mut given = 0usize;
     for ix in indices {
         let Some(t) = ix else {
             d += 1;
             continue;
         };
+        let k = given;
+        given += 1;
         match t.dtype() {
             DType::Bool | DType::U8 => {
                 if t.rank() == 0 {
@@ -75,6 +79,10 @@ fn plan(cx: &mut Lower, x: &Value, indices: &[Option<Value>]) -> LowerResult<Opt
                 d += t.rank();
             }
             DType::I64 | DType::I32 => {
+                // torch numbers the dimension among the index tensors given.
+                let size = x.shape()[d] as i64;
+                let kind = CheckKind::Bounds { prefix: "", dim: k, size };
+                cx.check_range(t, -size, size, None, kind)?;
                 dims.push(d);
                 comps.push(cx.convert(t, DType::I64)?);
                 d += 1;

@@ -3,6 +3,7 @@
 use super::points::*;
 use crate::aten::shape::common::*;
 use crate::args::Args;
+use crate::check::CheckKind;
 use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
 use tessera_lowering::stablehlo::Comparison;
@@ -21,6 +22,7 @@ pub(super) fn embedding(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         ));
     }
     let n = idx.ty().num_elements();
+    cx.check_range(&idx, 0, w.shape()[0] as i64, None, CheckKind::InSelf)?;
     let flat = cx.reshape(&idx, &[n])?;
     let rows = take_rows(cx, &w, 0, &flat)?;
     let mut shape = idx.shape().to_vec();

@@ -4,11 +4,19 @@ use super::points::*;
 use crate::aten::shape::common::*;
 use crate::aten::util::{scalar_const, wrap_dim};
 use crate::args::Args;
+use crate::check::CheckKind;
 use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
 use crate::value::Scalar;
 use tessera_lowering::stablehlo::{BinaryOp, Comparison, TensorType, Value};
 use tessera_lowering::DType;
+
+/// torch's check of the indices of `gather`/`scatter`/`index_add`/`index_copy` along `dim`
+/// of `x` (negative ones are out of bounds too).
+fn check_along(cx: &mut Lower, index: &Value, x: &Value, dim: usize, prefix: &'static str) -> LowerResult<()> {
+    let size = x.shape()[dim] as i64;
+    cx.check_range(index, 0, size, None, CheckKind::Bounds { prefix, dim, size })
+}
 
 /// Rank-0 tensors act as 1-D of one element in gather/scatter/index_* ops.
 fn at_least_1d(cx: &mut Lower, x: &Value) -> LowerResult<Value> {
@@ -64,6 +72,7 @@ pub(super) fn gather(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = at_least_1d(cx, &x0)?;
     let index = at_least_1d(cx, &index0)?;
     check_scatter_shapes("gather", &x, dim, &index, None)?;
+    check_along(cx, &index, &x, dim, "")?;
     let comps = along_dim(cx, &index, dim)?;
     let shape = index.shape().to_vec();
     let g = gather_points(cx, &x, &comps, &shape)?;
@@ -94,6 +103,7 @@ fn scatter_operands(cx: &mut Lower, a: &Args, what: &str, src: Option<Value>) ->
         None => None,
     };
     check_scatter_shapes(what, &x1, dim, &index, src.as_ref())?;
+    check_along(cx, &index, &x1, dim, "")?;
     let src = match src {
         Some(s) => {
             let zero = vec![0; s.rank()];
@@ -219,6 +229,10 @@ pub(super) fn index_select(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     }
     let dim = wrap_dim(a.int("dim")?, x.rank())?;
     let index = vector_index(cx, &index, "index_select")?;
+    let size = x.shape().get(dim).copied().unwrap_or(1) as i64;
+    // torch's CPU kernel along dim 1 words it differently (measured, torch 2.x).
+    let kind = if dim == 1 && x.rank() > 1 { CheckKind::Indices { size } } else { CheckKind::InSelf };
+    cx.check_range(&index, 0, size, None, kind)?;
     if x.rank() == 0 {
         return one(x);
     }
@@ -256,6 +270,9 @@ fn index_put_rows(cx: &mut Lower, a: &Args, what: &str, c: Combine) -> LowerResu
         )));
     }
     source = source1;
+    // torch names the op in index_copy's message only.
+    let prefix = if c == Combine::Replace { "index_copy_(): " } else { "" };
+    check_along(cx, &index, &x, dim, prefix)?;
     if c == Combine::Add {
         let mut alpha = a.scalar("alpha")?;
         if let (Scalar::Int(i), true) = (alpha, source.dtype().is_unsigned_int()) {

@@ -6,6 +6,7 @@
 
 use super::points::*;
 use crate::args::Args;
+use crate::check::CheckKind;
 use crate::aten::promote::promote_types;
 use crate::aten::shape::common::*;
 use crate::aten::util::{cast, scalar_const, wrap_dim};
@@ -154,6 +155,8 @@ pub(super) fn take(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
             "take(): tried to take from an empty tensor",
         ));
     }
+    let size = n as i64;
+    cx.check_range(&idx, -size, size, None, CheckKind::Flat { size })?;
     let flat = cx.reshape(&x, &[n])?;
     let i = cx.convert(&idx, DType::I64)?;
     let neg = i64_full(cx, idx.shape(), 0)?;
@@ -243,6 +246,7 @@ pub(super) fn index_fill(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         Err(_) => scalar_const(cx, a.scalar("value")?, x.dtype())?,
     };
     let m = idx.ty().num_elements();
+    cx.check_range(&idx, -size, size, None, CheckKind::Bounds { prefix: "", dim: d, size })?;
     let i = cx.reshape(&idx, &[m])?;
     let i = cx.convert(&i, DType::I64)?;
     let zero = i64_full(cx, &[m], 0)?;
@@ -279,6 +283,8 @@ pub(super) fn one_hot(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     if c < 0 {
         return Err(LowerError::invalid("num_classes should be positive"));
     }
+    cx.check_range(&x, 0, i64::MAX, None, CheckKind::Fixed("Class values must be non-negative."))?;
+    cx.check_range(&x, i64::MIN, c, None, CheckKind::Fixed("Class values must be smaller than num_classes."))?;
     let mut shape = x.shape().to_vec();
     shape.push(c as usize);
     let r = x.rank();

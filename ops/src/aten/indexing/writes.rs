@@ -115,8 +115,11 @@ pub(super) fn masked_scatter(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> 
     let x = a.tensor("self")?;
     let mask = a.tensor("mask")?;
     let source = a.tensor("source")?;
-    if !matches!(mask.dtype(), DType::Bool | DType::U8) {
-        return Err(LowerError::dtype(mask.dtype(), "masked_scatter_ only supports boolean masks"));
+    if mask.dtype() != DType::Bool {
+        return Err(LowerError::invalid(format!(
+            "masked_scatter_ only supports boolean masks, but got mask with dtype {}",
+            crate::aten::util::torch_name(mask.dtype())
+        )));
     }
     if source.dtype() != x.dtype() {
         return Err(LowerError::invalid(format!(

@@ -324,8 +324,12 @@ fn linear(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 }
 
 fn dot(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let x = a.tensor("self")?;
-    let y = a.tensor("tensor")?;
+    vector_dot(cx, &a.tensor("self")?, &a.tensor("tensor")?, "dot")
+}
+
+/// `dot`/`vdot` (`name`) of two 1-D tensors of one dtype, with torch's checks (real tensors:
+/// no conjugate).
+pub(super) fn vector_dot(cx: &mut Lower, x: &Value, y: &Value, name: &str) -> LowerResult<Vec<Out>> {
     if x.rank() != 1 || y.rank() != 1 {
         return Err(LowerError::invalid(format!(
             "1D tensors expected, but got {}D and {}D tensors",
@@ -335,12 +339,12 @@ fn dot(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     }
     if x.dtype() != y.dtype() {
         return Err(LowerError::invalid(format!(
-            "dot : expected both vectors to have same dtype, but found {} and {}",
+            "{name} : expected both vectors to have same dtype, but found {} and {}",
             torch_name(x.dtype()),
             torch_name(y.dtype())
         )));
     }
-    check_same(&x, &y, "dot")?;
+    check_same(x, y, name)?;
     if x.shape() != y.shape() {
         return Err(LowerError::invalid(format!(
             "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
@@ -350,21 +354,26 @@ fn dot(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
             y.shape()[0]
         )));
     }
-    let r = contract(cx, &x, &y, &dims(&[], &[], &[0], &[0]))?;
+    let r = contract(cx, x, y, &dims(&[], &[], &[0], &[0]))?;
     one(cast(cx, &r, x.dtype())?)
 }
 
 fn mv(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let m = a.tensor("self")?;
-    let v = a.tensor("vec")?;
+    let (r, out) = mat_vec(cx, &a.tensor("self")?, &a.tensor("vec")?, 1)?;
+    one(cast(cx, &r, out)?)
+}
+
+/// `m @ v` for `mv` and `addmv` (`self_rank`: the rank torch names first in its error, the
+/// added tensor's for addmv), with the result dtype.
+pub(super) fn mat_vec(cx: &mut Lower, m: &Value, v: &Value, self_rank: usize) -> LowerResult<(Value, DType)> {
     if m.rank() != 2 || v.rank() != 1 {
         return Err(LowerError::invalid(format!(
-            "vector + matrix @ vector expected, got 1, {}, {}",
+            "vector + matrix @ vector expected, got {self_rank}, {}, {}",
             m.rank(),
             v.rank()
         )));
     }
-    let out = check_same(&m, &v, "expected m1 and m2 to have the same dtype")?;
+    let out = check_same(m, v, "expected m1 and m2 to have the same dtype")?;
     if m.shape()[1] != v.shape()[0] {
         return Err(LowerError::invalid(format!(
             "size mismatch, got input ({}), mat ({}x{}), vec ({})",
@@ -374,8 +383,7 @@ fn mv(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
             v.shape()[0]
         )));
     }
-    let r = contract(cx, &m, &v, &dims(&[], &[], &[1], &[0]))?;
-    one(cast(cx, &r, out)?)
+    Ok((contract(cx, m, v, &dims(&[], &[], &[1], &[0]))?, out))
 }
 
 /// `outer(a, b) = a[:, None] * b[None, :]`, with type promotion as for `mul`.

@@ -1,6 +1,6 @@
 //! More products: addmv, addbmm, addr, vdot, inner, kron, linalg_cross / cross, trace.
 
-use super::{add_scaled, check_same, contract, dims, one};
+use super::{add_scaled, check_same, contract, dims, mat_vec, one, vector_dot};
 use crate::args::Args;
 use crate::aten::promote::Operand;
 use crate::aten::reduction::{acc_dtype, int_to_i64};
@@ -13,28 +13,9 @@ use tessera_lowering::DType;
 
 /// `addmv(self, mat, vec, *, beta=1, alpha=1)`: `beta * self + alpha * (mat @ vec)`.
 pub(super) fn addmv(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let m = a.tensor("mat")?;
-    let v = a.tensor("vec")?;
-    if m.rank() != 2 || v.rank() != 1 {
-        return Err(LowerError::invalid(format!(
-            "vector + matrix @ vector expected, got {}, {}, {}",
-            a.tensor("self")?.rank(),
-            m.rank(),
-            v.rank()
-        )));
-    }
-    let out = check_same(&m, &v, "expected m1 and m2 to have the same dtype")?;
-    if m.shape()[1] != v.shape()[0] {
-        return Err(LowerError::invalid(format!(
-            "size mismatch, got input ({}), mat ({}x{}), vec ({})",
-            m.shape()[0],
-            m.shape()[0],
-            m.shape()[1],
-            v.shape()[0]
-        )));
-    }
-    let p = contract(cx, &m, &v, &dims(&[], &[], &[1], &[0]))?;
-    one(add_scaled(cx, a, &a.tensor("self")?, p, out)?)
+    let x = a.tensor("self")?;
+    let (p, out) = mat_vec(cx, &a.tensor("mat")?, &a.tensor("vec")?, x.rank())?;
+    one(add_scaled(cx, a, &x, p, out)?)
 }
 
 /// `addbmm(self, batch1, batch2, *, beta=1, alpha=1)`: the batch of products summed.
@@ -112,34 +93,7 @@ pub(super) fn addr(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 
 /// `vdot(self, other)`: the dot product of two 1-D tensors of one dtype (real: no conjugate).
 pub(super) fn vdot(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let x = a.tensor("self")?;
-    let y = a.tensor("other")?;
-    if x.rank() != 1 || y.rank() != 1 {
-        return Err(LowerError::invalid(format!(
-            "1D tensors expected, but got {}D and {}D tensors",
-            x.rank(),
-            y.rank()
-        )));
-    }
-    if x.dtype() != y.dtype() {
-        return Err(LowerError::invalid(format!(
-            "vdot : expected both vectors to have same dtype, but found {} and {}",
-            crate::aten::util::torch_name(x.dtype()),
-            crate::aten::util::torch_name(y.dtype())
-        )));
-    }
-    check_same(&x, &y, "vdot")?;
-    if x.shape() != y.shape() {
-        return Err(LowerError::invalid(format!(
-            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
-            x.shape()[0],
-            y.shape()[0],
-            x.shape()[0],
-            y.shape()[0]
-        )));
-    }
-    let r = contract(cx, &x, &y, &dims(&[], &[], &[0], &[0]))?;
-    one(cast(cx, &r, x.dtype())?)
+    vector_dot(cx, &a.tensor("self")?, &a.tensor("other")?, "vdot")
 }
 
 /// `inner(self, other)`: contraction of the last dims (a product when either is 0-d).
@@ -223,6 +177,18 @@ pub(super) fn cross(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
             x.rank(),
             y.rank()
         )));
+    }
+    // With a dim, torch checks the inputs' lengths before broadcasting them.
+    if let Some(dm) = a.opt_int("dim")? {
+        let w = wrap_dim(dm, x.rank())?;
+        let (lx, ly) = (x.shape().get(w).copied(), y.shape().get(w).copied());
+        if lx != Some(3) || ly != Some(3) {
+            return Err(LowerError::invalid(format!(
+                "linalg.cross: inputs dimension {dm} must have length 3. Got {} and {}",
+                lx.unwrap_or(1),
+                ly.unwrap_or(1)
+            )));
+        }
     }
     let (v, d) = promote_broadcast(cx, &[Operand::Tensor(x), Operand::Tensor(y)], None)?;
     if d == DType::Bool {

@@ -196,64 +196,51 @@ fn bn(
     Ok(outs)
 }
 
-pub(crate) fn batch_norm_legit(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+/// What a batch norm overload reads of its arguments: the running statistics or none, the
+/// training flag (or `Some(fixed)`), the momentum or none.
+#[derive(Clone, Copy)]
+struct Variant {
+    stats: bool,
+    training: Option<bool>,
+    momentum: bool,
+}
+
+/// The batch norm overloads' common call of [`bn`].
+fn bn_variant(cx: &mut Lower, a: &Args, v: Variant) -> LowerResult<Vec<Out>> {
     let x = a.tensor("input")?;
+    let stat = |n: &str| if v.stats { a.opt_tensor(n) } else { Ok(None) };
+    let training = match v.training {
+        Some(t) => t,
+        None => a.bool("training")?,
+    };
+    let momentum = if v.momentum { Some(a.float("momentum")?) } else { None };
     bn(
         cx,
         &x,
         a.opt_tensor("weight")?,
         a.opt_tensor("bias")?,
-        Some(a.tensor("running_mean")?),
-        Some(a.tensor("running_var")?),
-        a.bool("training")?,
-        Some(a.float("momentum")?),
+        stat("running_mean")?,
+        stat("running_var")?,
+        training,
+        momentum,
         a.float("eps")?,
     )
+}
+
+pub(crate) fn batch_norm_legit(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    bn_variant(cx, a, Variant { stats: true, training: None, momentum: true })
 }
 
 pub(crate) fn batch_norm_legit_no_stats(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let x = a.tensor("input")?;
-    bn(
-        cx,
-        &x,
-        a.opt_tensor("weight")?,
-        a.opt_tensor("bias")?,
-        None,
-        None,
-        a.bool("training")?,
-        None,
-        a.float("eps")?,
-    )
+    bn_variant(cx, a, Variant { stats: false, training: None, momentum: false })
 }
 
 pub(crate) fn batch_norm_legit_no_training(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let x = a.tensor("input")?;
-    bn(
-        cx,
-        &x,
-        a.opt_tensor("weight")?,
-        a.opt_tensor("bias")?,
-        Some(a.tensor("running_mean")?),
-        Some(a.tensor("running_var")?),
-        false,
-        None,
-        a.float("eps")?,
-    )
+    bn_variant(cx, a, Variant { stats: true, training: Some(false), momentum: false })
 }
 
 pub(crate) fn batch_norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let x = a.tensor("input")?;
-    let mut r = bn(
-        cx,
-        &x,
-        a.opt_tensor("weight")?,
-        a.opt_tensor("bias")?,
-        a.opt_tensor("running_mean")?,
-        a.opt_tensor("running_var")?,
-        a.bool("training")?,
-        None,
-        a.float("eps")?,
-    )?;
+    let mut r = bn_variant(cx, a, Variant { stats: true, training: None, momentum: false })?;
     r.truncate(1);
     Ok(r)
 }
@@ -263,18 +250,7 @@ pub(crate) fn batch_norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 /// mode with them, their new values follow (PyTorch's CPU kernel updates them in place; the
 /// op table marks them written).
 pub(crate) fn native_batch_norm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let x = a.tensor("input")?;
-    bn(
-        cx,
-        &x,
-        a.opt_tensor("weight")?,
-        a.opt_tensor("bias")?,
-        a.opt_tensor("running_mean")?,
-        a.opt_tensor("running_var")?,
-        a.bool("training")?,
-        Some(a.float("momentum")?),
-        a.float("eps")?,
-    )
+    bn_variant(cx, a, Variant { stats: true, training: None, momentum: true })
 }
 
 /// `native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,

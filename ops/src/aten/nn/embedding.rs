@@ -8,6 +8,7 @@
 
 use super::common::*;
 use crate::args::Args;
+use crate::check::CheckKind;
 use crate::aten::promote::promote_types;
 use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
@@ -68,6 +69,8 @@ pub(crate) fn embedding_bag(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     if !(0..=2).contains(&mode) {
         return invalid(format!("embedding_bag: unknown mode {mode}"));
     }
+    let rows = w.shape()[0] as i64;
+    cx.check_range(&ind, 0, rows, None, CheckKind::Bag { size: rows })?;
     if let Some(p) = &psw {
         if mode != 0 {
             let m = if mode == 1 { "mean" } else { "max" };

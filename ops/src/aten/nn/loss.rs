@@ -4,6 +4,7 @@
 
 use super::common::*;
 use crate::args::Args;
+use crate::check::CheckKind;
 use crate::aten::promote::{result_type, Operand};
 use crate::error::LowerResult;
 use crate::lower::{Lower, Out};
@@ -96,6 +97,7 @@ pub(crate) fn binary_cross_entropy(cx: &mut Lower, a: &Args) -> LowerResult<Vec<
 /// where ignored) and per-row weights `[M]` (zero where ignored).
 fn nll_rows(cx: &mut Lower, x: &Value, t: &Value, w: &Option<Value>, ignore: i64) -> LowerResult<(Value, Value)> {
     let (m, c) = (x.shape()[0], x.shape()[1]);
+    cx.check_range(t, 0, c as i64, Some(ignore), CheckKind::Target)?;
     let ct = x.dtype();
     let ti = cast(cx, t, DType::I64)?;
     let cls = cx.iota(TensorType::new([m, c], DType::I64), 1)?;
@@ -141,6 +143,18 @@ fn check_weight(w: &Option<Value>, c: usize, dt: DType) -> LowerResult<()> {
     Ok(())
 }
 
+/// nll_loss's (forward and backward) checks of `self` [C] or [N, C] and `target`.
+fn check_nll_args(x: &Value, t: &Value, frame: &str) -> LowerResult<()> {
+    float_only(x, frame)?;
+    if x.rank() < 1 || x.rank() > 2 {
+        return invalid("input tensor should be 1D or 2D");
+    }
+    if t.rank() > 1 {
+        return invalid("0D or 1D target tensor expected, multi-target not supported");
+    }
+    check_target(t, false)
+}
+
 /// Class-index targets are int64 or uint8 (int64 only for K-dimensional inputs).
 fn check_target(t: &Value, kdim: bool) -> LowerResult<()> {
     let d = t.dtype();
@@ -163,14 +177,7 @@ pub(crate) fn nll_loss_forward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>
     let r = reduction(a)?;
     let ignore = a.int("ignore_index")?;
     let dt = x.dtype();
-    float_only(&x, "nll_loss_forward_out_frame")?;
-    if x.rank() < 1 || x.rank() > 2 {
-        return invalid("input tensor should be 1D or 2D");
-    }
-    if t.rank() > 1 {
-        return invalid("0D or 1D target tensor expected, multi-target not supported");
-    }
-    check_target(&t, false)?;
+    check_nll_args(&x, &t, "nll_loss_forward_out_frame")?;
     let no_batch = x.rank() == 1;
     if no_batch && t.rank() == 1 && t.shape()[0] != 1 {
         return invalid(format!(
@@ -391,14 +398,7 @@ pub(crate) fn nll_loss_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out
     let ignore = a.int("ignore_index")?;
     let tw = a.tensor("total_weight")?;
     let dt = x.dtype();
-    float_only(&x, "nll_loss_backward_out_frame")?;
-    if x.rank() < 1 || x.rank() > 2 {
-        return invalid("input tensor should be 1D or 2D");
-    }
-    if t.rank() > 1 {
-        return invalid("0D or 1D target tensor expected, multi-target not supported");
-    }
-    check_target(&t, false)?;
+    check_nll_args(&x, &t, "nll_loss_backward_out_frame")?;
     let no_batch = x.rank() == 1;
     let c = *x.shape().last().expect("rank >= 1");
     let m = if no_batch { 1 } else { x.shape()[0] };

@@ -13,6 +13,11 @@ use crate::lower::{Lower, Out};
 use tessera_lowering::stablehlo::{Comparison, UnaryOp, Value};
 use tessera_lowering::DType;
 
+/// The elementwise loss `l` reduced as the call's `reduction` says, in the result dtype `dt`.
+fn reduced(cx: &mut Lower, a: &Args, l: &Value, dt: DType) -> LowerResult<Vec<Out>> {
+    Ok(vec![Out::Tensor(reduce_elementwise(cx, l, dt, reduction(a)?)?)])
+}
+
 /// `self` and `target` promoted to their float result dtype, in opmath and broadcast; with
 /// the result dtype.
 fn operands(cx: &mut Lower, a: &Args, op: &str) -> LowerResult<(Value, Value, DType)> {
@@ -66,12 +71,7 @@ pub(crate) fn l1_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let (x, t, dt) = operands(cx, a, "abs_cpu")?;
     let d = cx.sub(&x, &t)?;
     let l = cx.unary(UnaryOp::Abs, &d)?;
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// `smooth_l1_loss(self, target, reduction=Mean, beta=1.0)`: `0.5 z^2 / beta` below `beta`,
@@ -93,12 +93,7 @@ pub(crate) fn smooth_l1_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> 
         let small = cmp_s(cx, Comparison::Lt, &z, beta)?;
         sel(cx, &small, &q, &lin)?
     };
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// `huber_loss(self, target, reduction=Mean, delta=1.0)`: `0.5 z^2` below `delta`,
@@ -117,12 +112,7 @@ pub(crate) fn huber_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let lin = mul_s(cx, &lin, delta)?;
     let small = cmp_s(cx, Comparison::Lt, &z, delta)?;
     let l = sel(cx, &small, &q, &lin)?;
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// The backward of smooth_l1 (`huber: false`; slope 1, quadratic part scaled by 1/beta) and
@@ -160,12 +150,7 @@ pub(crate) fn soft_margin_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>
     let p = cx.neg(&p)?;
     let e = cx.exp(&p)?;
     let l = cx.unary(UnaryOp::LogPlusOne, &e)?;
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// `soft_margin_loss_backward(grad_output, self, target, reduction)`:
@@ -258,12 +243,7 @@ pub(crate) fn bce_with_logits(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>>
         let w = bcast_to(cx, &w, "weight")?;
         l = cx.mul(&l, &w)?;
     }
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// `kl_div(self, target, reduction=Mean, log_target=False)`: `exp(t) (t - x)` for log
@@ -285,12 +265,7 @@ pub(crate) fn kl_div(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         let tx = cx.mul(&t, &x)?;
         cx.sub(&tl, &tx)?
     };
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// Tensor arguments `names` promoted to their float result dtype, in opmath and broadcast.
@@ -334,12 +309,7 @@ pub(crate) fn margin_ranking_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<O
     let p = add_s(cx, &p, a.float("margin")?)?;
     let z = splat(cx, 0.0, p.dtype(), p.shape())?;
     let l = cx.max(&p, &z)?;
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// `hinge_embedding_loss(self, target, margin=1, reduction=Mean)`: `self` where target is
@@ -356,12 +326,7 @@ pub(crate) fn hinge_embedding_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<
     let not_neg = cmp_s(cx, Comparison::Ne, t, -1.0)?;
     let os = sel(cx, &not_neg, x, &z)?;
     let l = cx.add(&om, &os)?;
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// `poisson_nll_loss(input, target, log_input, full, eps, reduction)`: `exp(x) - t x` for log
@@ -393,12 +358,7 @@ pub(crate) fn poisson_nll_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>
         let s = sel(cx, &big, &s, &z)?;
         l = cx.add(&l, &s)?;
     }
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }
 
 /// `cosine_embedding_loss(input1, input2, target, margin=0, reduction=Mean)`: with the
@@ -448,10 +408,5 @@ pub(crate) fn cosine_embedding_loss(cx: &mut Lower, a: &Args) -> LowerResult<Vec
     let op = sel(cx, &is_pos, &pos, &z)?;
     let on = sel(cx, &is_neg, &neg, &z)?;
     let l = cx.add(&op, &on)?;
-    Ok(vec![Out::Tensor(reduce_elementwise(
-        cx,
-        &l,
-        dt,
-        reduction(a)?,
-    )?)])
+    reduced(cx, a, &l, dt)
 }

@@ -226,6 +226,14 @@ fn gn(cx: &mut Lower, x: &Value, w: &Option<Value>, b: &Option<Value>, groups: i
         ));
     }
     let gr = groups as usize;
+    // torch's native_group_norm refuses empty groups (its kernel would divide by zero).
+    let hw: usize = x.shape()[2..].iter().product();
+    if c == 0 {
+        return invalid("Expected number of channels to be greater than 0, got 0");
+    }
+    if hw == 0 {
+        return invalid("Expected HxW to be greater than 0, got 0");
+    }
     check_vec(w, c, "weight")?;
     check_vec(b, c, "bias")?;
     let sd = stats_dtype(x.dtype(), &[w.as_ref(), b.as_ref()])?;

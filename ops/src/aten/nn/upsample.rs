@@ -156,19 +156,32 @@ pub(crate) fn upsample_bilinear2d(cx: &mut Lower, a: &Args) -> LowerResult<Vec<O
     // Width first, then height: PyTorch's nesting (out = l_h0 * row(h0) + l_h1 * row(h1)).
     for dim in [3usize, 2] {
         let i = dim - 2;
-        let (i0, i1, l0, l1) = linear_weights(x.shape()[dim], out[i], align, scales[i], f32);
-        let a0 = take(cx, &y, dim, &i0)?;
-        let a1 = take(cx, &y, dim, &i1)?;
-        let shape = a0.shape().to_vec();
-        let w0 = host_const(cx, ct, &[out[i]], &l0)?;
-        let w0 = bcast_vec(cx, &w0, &shape, dim)?;
-        let w1 = host_const(cx, ct, &[out[i]], &l1)?;
-        let w1 = bcast_vec(cx, &w1, &shape, dim)?;
-        let t0 = cx.mul(&a0, &w0)?;
-        let t1 = cx.mul(&a1, &w1)?;
-        y = cx.add(&t0, &t1)?;
+        let weights = linear_weights(x.shape()[dim], out[i], align, scales[i], f32);
+        y = two_taps(cx, &y, dim, out[i], weights)?;
     }
     Ok(vec![Out::Tensor(cast(cx, &y, d)?)])
+}
+
+/// `y` (in its compute dtype) resampled along `dim` to `out` points: each output the sum of
+/// two taps `(i0, i1)` weighted `(l0, l1)` ([`linear_weights`]).
+fn two_taps(
+    cx: &mut Lower,
+    y: &Value,
+    dim: usize,
+    out: usize,
+    (i0, i1, l0, l1): (Vec<i64>, Vec<i64>, Vec<f64>, Vec<f64>),
+) -> LowerResult<Value> {
+    let ct = y.dtype();
+    let a0 = take(cx, y, dim, &i0)?;
+    let a1 = take(cx, y, dim, &i1)?;
+    let shape = a0.shape().to_vec();
+    let w0 = host_const(cx, ct, &[out], &l0)?;
+    let w0 = bcast_vec(cx, &w0, &shape, dim)?;
+    let w1 = host_const(cx, ct, &[out], &l1)?;
+    let w1 = bcast_vec(cx, &w1, &shape, dim)?;
+    let t0 = cx.mul(&a0, &w0)?;
+    let t1 = cx.mul(&a1, &w1)?;
+    Ok(cx.add(&t0, &t1)?)
 }
 
 /// The two taps `(first index, int16 weights)` of each output and the weights' precision, as
@@ -381,17 +394,8 @@ pub(crate) fn upsample_linear_nd(cx: &mut Lower, a: &Args, n: usize) -> LowerRes
     let mut y = cast(cx, &x, ct)?;
     for i in (0..n).rev() {
         let dim = 2 + i;
-        let (i0, i1, l0, l1) = linear_weights(x.shape()[dim], out[i], align, scales[i], f32);
-        let a0 = take(cx, &y, dim, &i0)?;
-        let a1 = take(cx, &y, dim, &i1)?;
-        let shape = a0.shape().to_vec();
-        let w0 = host_const(cx, ct, &[out[i]], &l0)?;
-        let w0 = bcast_vec(cx, &w0, &shape, dim)?;
-        let w1 = host_const(cx, ct, &[out[i]], &l1)?;
-        let w1 = bcast_vec(cx, &w1, &shape, dim)?;
-        let t0 = cx.mul(&a0, &w0)?;
-        let t1 = cx.mul(&a1, &w1)?;
-        y = cx.add(&t0, &t1)?;
+        let weights = linear_weights(x.shape()[dim], out[i], align, scales[i], f32);
+        y = two_taps(cx, &y, dim, out[i], weights)?;
     }
     Ok(vec![Out::Tensor(cast(cx, &y, d)?)])
 }

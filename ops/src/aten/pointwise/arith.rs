@@ -1,9 +1,9 @@
 //! Arithmetic: add, sub, mul, div (true, trunc, floor), remainder, fmod, neg, square,
 //! addcmul, addcdiv, lerp.
 //!
-//! Integer division by zero: PyTorch raises `ZeroDivisionError` (it checks the data); a compiled
-//! program cannot, so integer `div(.., rounding_mode=trunc|floor)`, `remainder` and `fmod` by
-//! zero return XLA's values (quotient -1, remainder the dividend) instead.
+//! Integer division by zero: PyTorch raises `ZeroDivisionError` (it checks the data); so do
+//! integer `div(.., rounding_mode=trunc|floor)`, `floor_divide`, `remainder` and `fmod`,
+//! through a device-side check ([`crate::check`]).
 
 use super::common::*;
 use super::super::promote::{result_type, to_float, Operand};
@@ -110,6 +110,7 @@ fn div_mode(cx: &mut Lower, a: &Args, mode: Option<&str>) -> LowerResult<Vec<Out
             let scalar = matches!(y, Operand::Scalar(_));
             let (v, _) = promote_c(cx, &[x, y])?;
             if !d.is_float() {
+                cx.check_nonzero(&v[1])?;
                 return out(cx.div(&v[0], &v[1])?);
             }
             // Tensor by tensor, PyTorch rounds the f16/bf16 quotient before truncating; by a
@@ -128,6 +129,7 @@ fn div_mode(cx: &mut Lower, a: &Args, mode: Option<&str>) -> LowerResult<Vec<Out
             refuse_bool("div_floor_cpu", d)?;
             let (v, _) = promote_c(cx, &[x, y])?;
             if !d.is_float() {
+                cx.check_nonzero(&v[1])?;
                 return out(floor_div_int(cx, &v[0], &v[1])?);
             }
             let r = floor_div_float(cx, &v[0], &v[1])?;
@@ -206,6 +208,9 @@ pub(super) fn remainder(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let d = result_type(&[x.clone(), y.clone()]);
     refuse_bool("remainder_cpu", d)?;
     let (v, _) = promote(cx, &[x, y], None)?;
+    if !d.is_float() {
+        cx.check_nonzero(&v[1])?;
+    }
     if d.is_unsigned_int() {
         return out(cx.binary(BinaryOp::Remainder, &v[0], &v[1])?);
     }
@@ -229,6 +234,9 @@ pub(super) fn fmod(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let d = result_type(&[x.clone(), y.clone()]);
     refuse_bool("fmod_cpu", d)?;
     let (v, _) = promote(cx, &[x, y], None)?;
+    if !d.is_float() {
+        cx.check_nonzero(&v[1])?;
+    }
     out(compute_in(cx, &v, d, |cx, v| Ok(cx.binary(BinaryOp::Remainder, &v[0], &v[1])?))?)
 }
 

@@ -88,9 +88,14 @@ pub(super) fn hypot(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 /// `xlogy(self, other)`: NaN where `other` is NaN, else 0 where `self` is 0, else
 /// `self * log(other)`; integer operands give f32.
 pub(super) fn xlogy(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let (v, d) = binary(cx, a, "xlogy_cpu", true)?;
+    x_log(cx, a, "xlogy_cpu", UnaryOp::Log)
+}
+
+/// `self * log(other)` (`log`: Log or LogPlusOne) with xlogy's zeros and NaNs.
+fn x_log(cx: &mut Lower, a: &Args, name: &str, log: UnaryOp) -> LowerResult<Vec<Out>> {
+    let (v, d) = binary(cx, a, name, true)?;
     let (x, y) = (&v[0], &v[1]);
-    let l = cx.unary(UnaryOp::Log, y)?;
+    let l = cx.unary(log, y)?;
     let p = cx.mul(x, &l)?;
     let z = cmp_k(cx, Comparison::Eq, x, 0.0)?;
     let zero = splat(cx, x, 0.0)?;
@@ -340,16 +345,7 @@ pub(super) fn entr(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 
 /// `special_xlog1py(self, other)` (and its Scalar overloads): like `xlogy` with `log1p`.
 pub(super) fn xlog1py(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let (v, d) = binary(cx, a, "xlog1py_cpu", true)?;
-    let (x, y) = (&v[0], &v[1]);
-    let l = cx.unary(UnaryOp::LogPlusOne, y)?;
-    let p = cx.mul(x, &l)?;
-    let z = cmp_k(cx, Comparison::Eq, x, 0.0)?;
-    let zero = splat(cx, x, 0.0)?;
-    let r = sel(cx, &z, &zero, &p)?;
-    let yn = isnan(cx, y)?;
-    let r = sel(cx, &yn, y, &r)?;
-    out(cast(cx, &r, d)?)
+    x_log(cx, a, "xlog1py_cpu", UnaryOp::LogPlusOne)
 }
 
 /// `isclose(self, other, rtol, atol, equal_nan)`: `self == other`, or (finite)

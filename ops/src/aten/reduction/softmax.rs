@@ -104,17 +104,28 @@ pub(super) fn softmax_internal(cx: &mut Lower, a: &Args, log: bool) -> LowerResu
     )?)])
 }
 
-/// `softmax.int(self, dim, dtype=None)`: `dtype` converts the input first.
-pub(super) fn softmax_int(cx: &mut Lower, a: &Args, log: bool) -> LowerResult<Vec<Out>> {
+/// `self` of `softmax.int`/`_safe_softmax`, converted to `dtype` where given, and whether it
+/// is a float (an empty non-float tensor is the result as it is, as in torch; other
+/// non-floats are an error).
+fn softmax_input(cx: &mut Lower, a: &Args, log: bool) -> LowerResult<(Value, bool)> {
     let x = a.tensor("self")?;
     let x = match a.opt_dtype("dtype")? {
         Some(d) => cast(cx, &x, d)?,
         None => x,
     };
     if empty_non_float(&x) {
-        return Ok(vec![Out::Tensor(x)]);
+        return Ok((x, false));
     }
     require_float(&x, "").map_err(|_| not_implemented(&x, log))?;
+    Ok((x, true))
+}
+
+/// `softmax.int(self, dim, dtype=None)`: `dtype` converts the input first.
+pub(super) fn softmax_int(cx: &mut Lower, a: &Args, log: bool) -> LowerResult<Vec<Out>> {
+    let (x, float) = softmax_input(cx, a, log)?;
+    if !float {
+        return Ok(vec![Out::Tensor(x)]);
+    }
     let out = x.dtype();
     Ok(vec![Out::Tensor(softmax_of(
         cx,
@@ -177,15 +188,10 @@ pub(super) fn backward(cx: &mut Lower, a: &Args, log: bool) -> LowerResult<Vec<O
 /// `_safe_softmax(self, dim, dtype=None)`: softmax, with 0 (not NaN) for slices that are all
 /// `-inf` (fully masked attention rows).
 pub(super) fn safe_softmax(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let x = a.tensor("self")?;
-    let x = match a.opt_dtype("dtype")? {
-        Some(d) => cast(cx, &x, d)?,
-        None => x,
-    };
-    if empty_non_float(&x) {
+    let (x, float) = softmax_input(cx, a, false)?;
+    if !float {
         return Ok(vec![Out::Tensor(x)]);
     }
-    require_float(&x, "").map_err(|_| not_implemented(&x, false))?;
     let dim = a.int("dim")?;
     let y = softmax_of(cx, &x, dim, false, x.dtype())?;
     let masked = on_rank1(cx, &[&x], dim, |cx, v, d| {
