@@ -70,6 +70,7 @@ pub(crate) fn err(e: EagerError) -> PyErr {
         EagerError::Op { source, .. } => match &**source {
             OpError::UnknownOp { .. } => UnknownOpError::new_err(msg),
             OpError::BadArgs { .. }
+            | OpError::Checked { .. }
             | OpError::Lower {
                 source: tessera_ops::LowerError::Invalid(_),
                 ..
