@@ -95,26 +95,47 @@ def _fallback(func, args, kwargs, error):
     return func(*host(args), **{k: host(v) for k, v in kwargs.items()})
 
 
+def _sym_size(t, dim):
+    return t.shape[dim]
+
+
+def _sym_numel(t):
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
+# Size queries in graphs with dynamic sizes, answered from the traced tensor's shape.
+_SYM = {torch.ops.aten.sym_size.int: _sym_size, torch.ops.aten.sym_numel.default: _sym_numel,
+        torch.sym_max: max, torch.sym_min: min}
+
+
 class _Program:
     """One FX graph as a traced program; inputs and outputs are torch CPU tensors."""
 
     def __init__(self, gm):
         self.gm = gm
-        self.fn = _native.CompiledFunction(self._interpret)
-        # Per graph output: ("none",), ("input", i) (an input returned as it is), or
+        # One traced program per value of the graph's number inputs (sizes Dynamo made
+        # dynamic): {numbers: (CompiledFunction, plan)}. A plan gives per graph output
+        # ("none",), ("input", i) (an input returned as it is), ("const", v) (a number), or
         # ("program", k): the k-th result of the program.
-        self.plan = None
+        self.programs = {}
         _counters["graphs"] += 1
 
-    def _interpret(self, inputs):
-        """The graph run op by op on eager tensors (only while tracing)."""
+    def _interpret(self, inputs, numbers, plan):
+        """The graph run op by op on eager tensors (only while tracing); `numbers`: the number
+        inputs by position; fills `plan`."""
         _counters["programs_traced"] += 1
         env = {}
-        it = iter(enumerate(inputs))
+        tensors = iter(inputs)
+        position = iter(range(len(inputs) + len(numbers)))
         placeholders = {}
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
-                placeholders[node], env[node] = next(it)
+                i = next(position)
+                placeholders[node] = i
+                env[node] = numbers[i] if i in numbers else next(tensors)
             elif node.op == "get_attr":
                 env[node] = _upload(getattr(self.gm, node.target))
             elif node.op == "call_function":
@@ -124,14 +145,19 @@ class _Program:
             elif node.op == "output":
                 outs = node.args[0]
                 outs = outs if isinstance(outs, (list, tuple)) else [outs]
-                self.plan, results = [], []
+                plan.clear()
+                results = []
                 for o in outs:
                     if o is None:
-                        self.plan.append(("none",))
+                        plan.append(("none",))
                     elif o in placeholders:
-                        self.plan.append(("input", placeholders[o]))
+                        plan.append(("input", placeholders[o]))
+                    elif not isinstance(env[o], (_native.EagerTensor, torch.Tensor)):
+                        # A number (a size): fixed by the trace, as the shapes are; a trace
+                        # that read device data on the host is not replayed.
+                        plan.append(("const", env[o]))
                     else:
-                        self.plan.append(("program", len(results)))
+                        plan.append(("program", len(results)))
                         results.append(self._result(o, env[o]))
                 return results
             else:
@@ -151,6 +177,8 @@ class _Program:
     def _call(self, target, args, kwargs):
         if target is operator.getitem:
             return args[0][args[1]]
+        if getattr(target, "__module__", None) in ("_operator", "math") or target in _SYM:
+            return _SYM.get(target, target)(*args, **kwargs)  # arithmetic on sizes
         if not isinstance(target, torch._ops.OpOverload):
             raise _native.UnsupportedError(f"tessera compile: {target} is not an ATen op")
         name = _overload_name(target)
@@ -163,8 +191,16 @@ class _Program:
 
     def __call__(self, args):
         _counters["calls"] += 1
-        outs = [_download(o) for o in self.fn([_native_arg(a) for a in args])]
-        res = [None if p[0] == "none" else args[p[1]] if p[0] == "input" else outs[p[1]] for p in self.plan]
+        numbers = {i: a for i, a in enumerate(args) if not isinstance(a, torch.Tensor)}
+        key = tuple(numbers.items())
+        if key not in self.programs:
+            plan = []
+            fn = _native.CompiledFunction(lambda inputs: self._interpret(inputs, numbers, plan))
+            self.programs[key] = (fn, plan)
+        fn, plan = self.programs[key]
+        outs = [_download(o) for o in fn([_native_arg(a) for a in args if isinstance(a, torch.Tensor)])]
+        take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v, "program": lambda k: outs[k]}
+        res = [take[p[0]](*p[1:]) for p in plan]
         args.clear()  # boxed calling convention: the caller's list is ours to free
         return res
 

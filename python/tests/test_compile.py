@@ -126,3 +126,14 @@ def test_twenty_training_steps_of_a_small_transformer_follow_torch():
     # float32, 20 AdamW steps: the curves agree to 1e-3 relative (measured: ~1e-5).
     torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-3, atol=1e-4)
     assert got[-1] < got[0]
+
+
+def test_dynamic_sizes_trace_one_program_per_size():
+    def f(x):
+        return (x * x.shape[0]).softmax(-1).sum(0)
+
+    cf = torch.compile(f, backend="tessera", dynamic=True)
+    g = torch.Generator().manual_seed(6)
+    for n in (3, 5, 3):
+        x = torch.randn(n, 7, generator=g)
+        torch.testing.assert_close(cf(x), f(x), rtol=1.3e-6, atol=1e-5)
