@@ -17,6 +17,7 @@ import torch
 
 from . import _native
 from .device.dispatch import _count_fallback
+from .device.tensor import _wrap
 from .device.dispatch import _native_arg as _device_arg
 from .ops import _DTYPES, _TORCH_DTYPES
 
@@ -118,8 +119,9 @@ class _Program:
         self.gm = gm
         # One traced program per value of the graph's number inputs (sizes Dynamo made
         # dynamic): {numbers: (CompiledFunction, plan)}. A plan gives per graph output
-        # ("none",), ("input", i) (an input returned as it is), ("const", v) (a number), or
-        # ("program", k): the k-th result of the program.
+        # ("none",), ("input", i) (an input returned as it is), ("const", v) (a number),
+        # ("program", k): the k-th result of the program, or ("saved", k): the same, kept on
+        # the device for the backward.
         self.programs = {}
         _counters["graphs"] += 1
 
@@ -147,7 +149,8 @@ class _Program:
                 outs = outs if isinstance(outs, (list, tuple)) else [outs]
                 plan.clear()
                 results = []
-                for o in outs:
+                saved = [type(d).__name__ == "SavedForBackwardsAOTOutput" for d in node.meta.get("desc", [])]
+                for n, o in enumerate(outs):
                     if o is None:
                         plan.append(("none",))
                     elif o in placeholders:
@@ -157,7 +160,11 @@ class _Program:
                         # that read device data on the host is not replayed.
                         plan.append(("const", env[o]))
                     else:
-                        plan.append(("program", len(results)))
+                        # What the forward saves for the backward stays on the device (a `tpu`
+                        # tensor the backward program reads without a copy); what the user
+                        # sees comes back as a CPU tensor.
+                        kind = "saved" if n < len(saved) and saved[n] else "program"
+                        plan.append((kind, len(results)))
                         results.append(self._result(o, env[o]))
                 return results
             else:
@@ -198,8 +205,9 @@ class _Program:
             fn = _native.CompiledFunction(lambda inputs: self._interpret(inputs, numbers, plan))
             self.programs[key] = (fn, plan)
         fn, plan = self.programs[key]
-        outs = [_download(o) for o in fn([_native_arg(a) for a in args if isinstance(a, torch.Tensor)])]
-        take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v, "program": lambda k: outs[k]}
+        outs = fn([_native_arg(a) for a in args if isinstance(a, torch.Tensor)])
+        take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
+                "program": lambda k: _download(outs[k]), "saved": lambda k: _wrap(outs[k])}
         res = [take[p[0]](*p[1:]) for p in plan]
         args.clear()  # boxed calling convention: the caller's list is ours to free
         return res
