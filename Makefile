@@ -24,7 +24,7 @@ MODEL_PACKAGES := torchvision==0.29.2 transformers==5.23.0
 ZOO_PACKAGES := timm==1.0.31
 SWEEP_JSON := $(TESSERA_CACHE_DIR)/ops-sweep.json
 
-.PHONY: setup sysdeps venv torch python plugin build demo test test-rust test-python ops-coverage models zoo bench clean-cache
+.PHONY: setup sysdeps venv torch python plugin build demo test test-rust test-python ops-coverage models zoo bench soak clean-cache
 
 setup: sysdeps venv
 
@@ -99,6 +99,10 @@ $(VENV)/.zoo: $(VENV)/.torch2
 
 bench: plugin
 	$(CARGO) bench --bench runtime --bench kernels
+
+# Resident memory over 10,000 distinct shapes (~18 min of compiles; make test runs 520).
+soak: plugin
+	TESSERA_SOAK_SHAPES=10000 $(CARGO) test -p tessera-runtime --test cache_memory_tests -- --nocapture
 
 clean-cache:
 	rm -rf $(TESSERA_CACHE_DIR)

@@ -3,9 +3,10 @@
 //! binary (one test), so that no other test's memory or env var shows up here.
 //!
 //! Compiling 10,000 programs on the 2-core machine takes ~18 min (~110 ms a debug-build
-//! compile), so the test uses a small cache (16 entries) and the 520 distinct shapes that fit
-//! in ~60 s: unbounded, each shape kept ~110 KB resident; bounded, the cache never holds more
-//! than 16 executables.
+//! compile), so `make test` uses a small cache (16 entries) and the 520 distinct shapes that
+//! fit in ~60 s: unbounded, each shape kept ~110 KB resident; bounded, the cache never holds
+//! more than 16 executables. `make soak` runs it over 10,000 shapes
+//! (`TESSERA_SOAK_SHAPES=10000`).
 
 use tessera_runtime::{CompileOptions, Device, DeviceKind, RuntimeError};
 
@@ -47,18 +48,25 @@ fn memory_stays_bounded_over_hundreds_of_distinct_shapes() {
             c.compile_cached(&module(k), &o).unwrap();
         }
     };
+    let shapes: usize = std::env::var("TESSERA_SOAK_SHAPES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(520)
+        .max(121);
     compile(1..121); // warm up: the cache fills, allocator pools reach their steady size
     let before = rss_kib();
-    compile(121..521);
+    compile(121..shapes + 1);
     let after = rss_kib();
     let s = c.cache_stats();
     let growth = after.saturating_sub(before);
     println!(
-        "RSS after 120 shapes: {before} KiB; after 400 more: {after} KiB (growth {growth} KiB); {s:?}"
+        "RSS after 120 shapes: {before} KiB; after {} more: {after} KiB (growth {growth} KiB); {s:?}",
+        shapes - 120
     );
     assert_eq!(s.entries, 16);
-    assert_eq!(s.misses, 520);
-    assert_eq!(s.evictions, 520 - 16);
-    // 400 more cached executables would hold ~44 MB; allow 8 MiB of allocator noise.
+    assert_eq!(s.misses as usize, shapes);
+    assert_eq!(s.evictions as usize, shapes - 16);
+    // 400 more cached executables would hold ~44 MB (10,000: ~1 GB); allow 8 MiB of
+    // allocator noise.
     assert!(growth < 8 * 1024, "resident memory grew by {growth} KiB");
 }
