@@ -451,3 +451,17 @@ def test_module_to_keeps_parameter_identity_and_tied_weights():
     old = emb.weight.detach().cpu()
     opt.step()
     assert not torch.equal(emb.weight.detach().cpu(), old)
+
+
+def test_histc_of_integers_falls_back_through_float64():
+    # torch CPU has no integer histc (accelerators do; transformers' MoE routing calls it on
+    # int expert ids off the CPU): counted as a fallback, computed exactly.
+    g = torch.Generator().manual_seed(11)
+    x = torch.randint(0, 8, (64,), generator=g, dtype=torch.int32)
+    tt.reset_metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = torch.histc(x.to("tpu"), bins=8, min=0, max=7)
+    assert got.dtype == torch.int32
+    assert torch.equal(got.cpu(), torch.histc(x.double(), bins=8, min=0, max=7).to(torch.int32))
+    assert tt.metrics()["fallbacks"]["histc"] == 1
