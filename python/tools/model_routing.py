@@ -164,11 +164,13 @@ MODELS = {
 
 
 def _tensor_of(out):
-    """The first floating tensor of a model's output (a tensor, a tuple, or a ModelOutput)."""
+    """The first tensor of a model's output (a tensor, a tuple, a dict, or a ModelOutput)."""
     if isinstance(out, torch.Tensor):
         return out
     if hasattr(out, "to_tuple"):
         out = out.to_tuple()
+    if isinstance(out, dict):  # torchvision's segmentation models: {"out": ..., "aux": ...}
+        out = list(out.values())
     if isinstance(out, (tuple, list)):
         for o in out:
             t = _tensor_of(o)

@@ -105,6 +105,11 @@ def hf_builder(model_type):
     return make
 
 
+def _first_input(model):
+    """The name of a module's first forward argument (`x`, `input`, ...)."""
+    return next(iter(inspect.signature(model.forward).parameters))
+
+
 def tv_builder(name, size):
     def make():
         import torchvision
@@ -117,7 +122,7 @@ def tv_builder(name, size):
         extra = {"aux_logits": False, "init_weights": True} if fn in ("inception_v3", "googlenet") else {}
         model = getattr(ns, fn)(weights=None, **kw, **extra)
         shape = (3, size, size) if isinstance(size, int) else size
-        return model, {"x": torch.randn(2, *shape, generator=torch.Generator().manual_seed(2))}
+        return model, {_first_input(model): torch.randn(2, *shape, generator=torch.Generator().manual_seed(2))}
     return make
 
 
@@ -134,7 +139,7 @@ def timm_builder(name):
         except Exception:  # noqa: BLE001 - the architecture fixes its input size
             size = model.pretrained_cfg.get("input_size", (3, 224, 224))
             x = torch.randn(2, *size, generator=torch.Generator().manual_seed(2))
-        return model, {"x": x}
+        return model, {_first_input(model): x}
     return make
 
 
