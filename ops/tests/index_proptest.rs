@@ -25,6 +25,16 @@ fn i64s(shape: &[usize], v: &[i64]) -> A {
     ))
 }
 
+/// `[idx]`: one index tensor, for `index.Tensor` and `index_put`.
+fn indices(idx: &[i64]) -> A {
+    let values: Vec<f64> = idx.iter().map(|&i| i as f64).collect();
+    ArgValue::OptTensorList(vec![Some(HostTensor::from_f64(
+        DType::I64,
+        vec![idx.len()],
+        &values,
+    ))])
+}
+
 /// `i` as an index into `n` elements: negatives wrap when `wrap`.
 fn resolve(i: i64, n: usize, wrap: bool) -> Option<usize> {
     let n = n as i64;
@@ -87,18 +97,7 @@ fn call_of(c: &Case) -> (&'static str, Vec<A>, Option<Vec<f64>>) {
             vec![xt(), i64s(&[idx.len()], idx)],
             rows_of(idx, false),
         ),
-        Case::Index(idx) => (
-            "index.Tensor",
-            vec![
-                xt(),
-                ArgValue::OptTensorList(vec![Some(HostTensor::from_f64(
-                    DType::I64,
-                    vec![idx.len()],
-                    &idx.iter().map(|&i| i as f64).collect::<Vec<_>>(),
-                ))]),
-            ],
-            rows_of(idx, true),
-        ),
+        Case::Index(idx) => ("index.Tensor", vec![xt(), indices(idx)], rows_of(idx, true)),
         Case::Take(idx) => (
             "take",
             vec![xt(), i64s(&[idx.len()], idx)],
@@ -157,11 +156,7 @@ fn call_of(c: &Case) -> (&'static str, Vec<A>, Option<Vec<f64>>) {
                 "index_put",
                 vec![
                     xt(),
-                    ArgValue::OptTensorList(vec![Some(HostTensor::from_f64(
-                        DType::I64,
-                        vec![idx.len()],
-                        &idx.iter().map(|&i| i as f64).collect::<Vec<_>>(),
-                    ))]),
+                    indices(idx),
                     t(DType::F32, &[idx.len(), COLS], &values),
                     ArgValue::Bool(true),
                 ],
