@@ -251,56 +251,32 @@ fn take_and_index_fill_wrap_negatives() {
 fn losses_refuse_targets_out_of_range_but_not_the_ignored_index() {
     let target = |v: &[i64]| i64s(&[5], v);
     let none = ArgValue::None;
+    // nll_loss(self, target, weight None, reduction mean, ignore_index).
+    let nll = |v: &[i64], ignore: i64| {
+        vec![
+            x53(),
+            target(v),
+            ArgValue::None,
+            ArgValue::Int(1),
+            ArgValue::Int(ignore),
+        ]
+    };
     for op in ["nll_loss_forward", "nll_loss"] {
         fails(
             op,
-            vec![
-                x53(),
-                target(&[0, 7, 1, 1, 1]),
-                none.clone(),
-                ArgValue::Int(1),
-                ArgValue::Int(-100),
-            ],
+            nll(&[0, 7, 1, 1, 1], -100),
             vec![],
             "Target 7 is out of bounds.",
         );
         fails(
             op,
-            vec![
-                x53(),
-                target(&[0, -1, 1, 1, 1]),
-                none.clone(),
-                ArgValue::Int(1),
-                ArgValue::Int(-100),
-            ],
+            nll(&[0, -1, 1, 1, 1], -100),
             vec![],
             "Target -1 is out of bounds.",
         );
-        run(
-            op,
-            vec![
-                x53(),
-                target(&[0, -100, 1, 1, 1]),
-                none.clone(),
-                ArgValue::Int(1),
-                ArgValue::Int(-100),
-            ],
-            vec![],
-        )
-        .unwrap();
+        run(op, nll(&[0, -100, 1, 1, 1], -100), vec![]).unwrap();
         // An ignored index out of range is fine too.
-        run(
-            op,
-            vec![
-                x53(),
-                target(&[0, 9, 1, 1, 1]),
-                none.clone(),
-                ArgValue::Int(1),
-                ArgValue::Int(9),
-            ],
-            vec![],
-        )
-        .unwrap();
+        run(op, nll(&[0, 9, 1, 1, 1], 9), vec![]).unwrap();
     }
     let g = t(DType::F32, &[], &[1.]);
     fails(
