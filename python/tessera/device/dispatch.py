@@ -303,15 +303,7 @@ def _run(func, sch, args, kwargs):
         if isinstance(target, TpuTensor) and isinstance(passed, _native.EagerTensor):
             if not _covers(target) or not passed.shares_storage(target._storage_.value):
                 _write(target, passed)
-    results = []
-    for j, o in enumerate(outs):
-        w = sch.returns_written[j] if j < len(sch.returns_written) else None
-        if w is not None:
-            i, name = w
-            results.append(kwargs[name] if name in kwargs else args[i])
-        else:
-            results.append(_from_native(o))
-    return _single(results)
+    return _single(_returns(sch, args, kwargs, outs, _from_native))
 
 
 def _single(results):
@@ -381,16 +373,22 @@ def _fallback(func, sch, args, kwargs, error):
         s, flat = cpu_storages[key]
         s.put(_upload(flat))
 
-    results = out if isinstance(out, tuple) else (out,)
+    final = _returns(sch, args, kwargs, out if isinstance(out, tuple) else (out,), _out_to_device)
+    return tuple(final) if isinstance(out, tuple) else final[0]
+
+
+def _returns(sch, args, kwargs, outs, convert):
+    """An op's results: the argument it wrote where a return aliases one (`add_`, `out=`),
+    else `convert` of the computed result."""
     final = []
-    for j, r in enumerate(results):
+    for j, r in enumerate(outs):
         w = sch.returns_written[j] if j < len(sch.returns_written) else None
         if w is not None:
             i, name = w
             final.append(kwargs[name] if name in kwargs else args[i])
         else:
-            final.append(_out_to_device(r))
-    return tuple(final) if isinstance(out, tuple) else final[0]
+            final.append(convert(r))
+    return final
 
 
 def _out_to_device(r):
