@@ -29,6 +29,7 @@ pub(crate) enum OutKind {
     Int(i64),
     Float(f64),
     Bool(bool),
+    None,
 }
 
 /// One cached lowering.
@@ -209,6 +210,7 @@ pub(crate) fn build_entry(
             Out::Int(i) => OutKind::Int(*i),
             Out::Float(x) => OutKind::Float(*x),
             Out::Bool(b) => OutKind::Bool(*b),
+            Out::None => OutKind::None,
         })
         .collect();
     static IDS: AtomicU64 = AtomicU64::new(1);

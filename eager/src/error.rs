@@ -22,6 +22,13 @@ pub enum EagerError {
         args: String,
         message: String,
     },
+    /// A program of another origin ([`crate::run_program`]: a kernel op) failed on the device.
+    #[error("{name} failed on the device (inputs: {args}): {message}")]
+    Program {
+        name: String,
+        args: String,
+        message: String,
+    },
     /// A tensor was read whose producing op failed (earlier, or in a flush that failed).
     #[error("this tensor has no value: it is the result of `aten::{op}`, which failed: {message}")]
     Failed { op: String, message: String },

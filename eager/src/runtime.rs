@@ -26,6 +26,8 @@ pub enum Output {
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// A masked-out or undefined gradient (PyTorch's None).
+    None,
 }
 
 impl Output {
@@ -473,16 +475,24 @@ impl Runtime {
                 OutKind::Int(i) => Output::Int(*i),
                 OutKind::Float(x) => Output::Float(*x),
                 OutKind::Bool(b) => Output::Bool(*b),
+                OutKind::None => Output::None,
             });
         }
         for &(arg, out) in &entry.writes {
-            let ArgValue::Tensor(target) = &bound.values[arg] else {
-                continue;
-            };
-            if let Some(Output::Tensor(src)) = outs.get(out) {
-                let src = src.clone();
-                self.assign(target, &src)?;
-                outs[out] = Output::Tensor(target.clone());
+            match (&bound.values[arg], outs.get(out)) {
+                (ArgValue::Tensor(target), Some(Output::Tensor(src))) => {
+                    let src = src.clone();
+                    self.assign(target, &src)?;
+                    outs[out] = Output::Tensor(target.clone());
+                }
+                // A list `out` (`split_copy.Tensor_out`): one result into each of its tensors.
+                (ArgValue::TensorList(targets), Some(Output::Tensors(srcs))) => {
+                    for (target, src) in targets.iter().zip(srcs.clone()) {
+                        self.assign(target, &src)?;
+                    }
+                    outs[out] = Output::Tensors(targets.clone());
+                }
+                _ => {}
             }
         }
         outs.truncate(entry.plan.returns);

@@ -31,6 +31,8 @@ pub enum Output {
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// A masked-out or undefined gradient (PyTorch's None).
+    None,
 }
 
 #[derive(Debug)]
@@ -168,6 +170,7 @@ fn run(
             Out::Int(i) => Output::Int(*i),
             Out::Float(x) => Output::Float(*x),
             Out::Bool(b) => Output::Bool(*b),
+            Out::None => Output::None,
         });
     }
     Ok(outputs)

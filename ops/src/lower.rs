@@ -66,6 +66,9 @@ pub enum Out {
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// No tensor: a gradient masked out by `output_mask` or undefined (`Tensor?` returns),
+    /// None as in PyTorch.
+    None,
 }
 
 /// A lowering: builds the op's results from its arguments.

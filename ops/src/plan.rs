@@ -197,7 +197,7 @@ pub fn result_values(outs: &[Out]) -> Vec<Value> {
                 results.push(value.clone());
                 results.push(count.clone());
             }
-            Out::Int(_) | Out::Float(_) | Out::Bool(_) => {}
+            Out::Int(_) | Out::Float(_) | Out::Bool(_) | Out::None => {}
         }
     }
     results
@@ -315,6 +315,26 @@ fn cast_for_write(
     arg: usize,
     out: Option<&mut Out>,
 ) -> Result<(), LowerError> {
+    // A list `out` (`split_copy.Tensor_out`'s `Tensor(a!)[] out`) takes a list result, one
+    // tensor into each of its tensors, resized like any `out` (as torch's
+    // `split_with_sizes_copy.out` and `unbind_copy.int_out` do).
+    let out = match (out, &args.values[arg]) {
+        (Some(Out::Tensors(vs)), ArgValue::TensorList(targets)) => {
+            if vs.len() != targets.len() {
+                return Err(LowerError::invalid(format!(
+                    "argument `{}` holds {} tensor(s) for {} result(s)",
+                    args.schema.args[arg].name,
+                    targets.len(),
+                    vs.len()
+                )));
+            }
+            for (v, target) in vs.iter_mut().zip(targets) {
+                cast_one(cx, args, arg, v, target, true)?;
+            }
+            return Ok(());
+        }
+        (out, _) => out,
+    };
     // A data-dependent prefix (`nonzero`) is written like a tensor: the `out` argument is
     // resized to the prefix when the result comes back.
     let (Some(Out::Tensor(v)) | Some(Out::Prefix { value: v, .. })) = out else {
@@ -328,6 +348,21 @@ fn cast_for_write(
             args.schema.args[arg].name
         )));
     };
+    // In-place views (`t_`, `unsqueeze_`, `as_strided_`) change `self`'s shape by design.
+    let reshapes = args.schema.args[arg].out || args.schema.has_tag(Tag::InplaceView);
+    cast_one(cx, args, arg, v, target, reshapes)
+}
+
+/// [`cast_for_write`] of one result `v` into the tensor `target` of argument `arg` (resized
+/// to the result where `reshapes`).
+fn cast_one(
+    cx: &mut Lower,
+    args: &Bound<TensorType>,
+    arg: usize,
+    v: &mut Value,
+    target: &TensorType,
+    reshapes: bool,
+) -> Result<(), LowerError> {
     if !can_cast(v.dtype(), target.dtype) {
         return Err(LowerError::invalid(format!(
             "result type {} can't be cast to the desired output type {}",
@@ -341,8 +376,6 @@ fn cast_for_write(
             return Err(LowerError::invalid(message));
         }
     }
-    // In-place views (`t_`, `unsqueeze_`, `as_strided_`) change `self`'s shape by design.
-    let reshapes = schema_arg.out || args.schema.has_tag(Tag::InplaceView);
     if !reshapes && v.shape() != target.shape.as_slice() {
         return Err(LowerError::invalid(format!(
             "output with shape {:?} doesn't match the broadcast shape {:?}",

@@ -53,7 +53,11 @@ impl CompiledFunction {
     }
 
     /// Runs the program on `inputs` (the results stay on the device).
-    fn __call__(&mut self, py: Python<'_>, inputs: Vec<PyRef<'_, EagerTensor>>) -> PyResult<Py<PyList>> {
+    fn __call__(
+        &mut self,
+        py: Python<'_>,
+        inputs: Vec<PyRef<'_, EagerTensor>>,
+    ) -> PyResult<Py<PyList>> {
         let inputs: Vec<Tensor> = inputs.iter().map(|t| t.t.clone()).collect();
         let outs = self.inner.call(&inputs);
         if let Some(e) = self.raised.borrow_mut().take() {

@@ -143,5 +143,6 @@ pub fn output(py: Python<'_>, o: &Output) -> PyResult<Py<PyAny>> {
         Output::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Output::Float(x) => x.into_pyobject(py)?.into_any().unbind(),
         Output::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Output::None => py.None(),
     })
 }

@@ -80,9 +80,10 @@ pub(crate) fn err(e: EagerError) -> PyErr {
             }
             OpError::Runtime { .. } => DeviceError::new_err(msg),
         },
-        EagerError::Device { .. } | EagerError::Failed { .. } | EagerError::Runtime(_) => {
-            DeviceError::new_err(msg)
-        }
+        EagerError::Device { .. }
+        | EagerError::Program { .. }
+        | EagerError::Failed { .. }
+        | EagerError::Runtime(_) => DeviceError::new_err(msg),
         EagerError::Usage(_) => ArgumentError::new_err(msg),
     }
 }
@@ -135,6 +136,7 @@ fn output(py: Python<'_>, o: Output) -> PyResult<Py<PyAny>> {
         Output::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Output::Float(x) => x.into_pyobject(py)?.into_any().unbind(),
         Output::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Output::None => py.None(),
     })
 }
 

@@ -168,3 +168,21 @@ pub fn library_run(
     let (exe, _) = lowered(path, name, &sig)?;
     crate::kernel_ops::execute(py, name, &exe, &inputs)
 }
+
+/// Runs a library kernel on eager device tensors (no host copy); see `kernel_run_eager`.
+#[pyfunction]
+pub fn library_run_eager(
+    py: Python<'_>,
+    path: &str,
+    name: &str,
+    tensors: Vec<PyRef<'_, crate::eager::EagerTensor>>,
+) -> PyResult<Vec<crate::eager::EagerTensor>> {
+    let sig: Vec<(DType, Vec<usize>)> =
+        tensors.iter().map(|t| (t.t.dtype(), t.t.shape())).collect();
+    let (exe, outputs) = lowered(path, name, &sig)?;
+    let outputs = crate::kernel_ops::signature(outputs)?
+        .into_iter()
+        .map(|(d, s)| tessera_lowering::stablehlo::TensorType::new(s, d))
+        .collect();
+    crate::kernel_ops::run_eager(py, name, &(exe, outputs), &tensors)
+}

@@ -2,6 +2,7 @@
 //! what a kernel takes and returns (for the op's schema and its fake implementation, without
 //! running anything) and running it on the device.
 
+use crate::eager::EagerTensor;
 use crate::{convert, device, ArgumentError, DeviceError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -9,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use tessera_kernels::ShippedKernel;
 use tessera_lowering::kernel::ParamRole;
-use tessera_lowering::stablehlo::Form;
+use tessera_lowering::stablehlo::{Form, TensorType};
 use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::{DType, HostTensor};
 use tessera_runtime::{Device, DeviceKind, Executable};
@@ -39,30 +40,37 @@ fn trace(kernel: &ShippedKernel, signature: &[(DType, Vec<usize>)]) -> PyResult<
 /// Compiled kernels by (kernel, input signature): a cached call neither re-traces the launch
 /// nor re-emits and hashes StableHLO text (a trace + emit costs ~0.1-1 ms; see the note of #14).
 type Key = (&'static str, Vec<(DType, Vec<usize>)>);
-static EXECUTABLES: LazyLock<Mutex<HashMap<Key, Arc<Executable>>>> =
-    LazyLock::new(Default::default);
+/// A compiled kernel and the types of its outputs.
+pub type Compiled = (Arc<Executable>, Vec<TensorType>);
+static EXECUTABLES: LazyLock<Mutex<HashMap<Key, Compiled>>> = LazyLock::new(Default::default);
 
 fn executable(
     kernel: &'static ShippedKernel,
     signature: &[(DType, Vec<usize>)],
     dev: &Device,
-) -> PyResult<Arc<Executable>> {
+) -> PyResult<Compiled> {
     let key = (kernel.name, signature.to_vec());
-    if let Some(exe) = EXECUTABLES
+    if let Some(c) = EXECUTABLES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get(&key)
     {
-        return Ok(exe.clone());
+        return Ok(c.clone());
     }
     let program = trace(kernel, signature)?;
     let exe = tessera_runtime::compile_program(&program, dev, Form::Auto)
         .map_err(|e| DeviceError::new_err(format!("kernel `{}`: {e}", kernel.name)))?;
+    let outputs = program
+        .outputs
+        .iter()
+        .map(|o| TensorType::new(o.array_shape.clone(), o.dtype))
+        .collect();
+    let c = (exe, outputs);
     EXECUTABLES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(key, exe.clone());
-    Ok(exe)
+        .insert(key, c.clone());
+    Ok(c)
 }
 
 /// The shipped kernels: name, about, problem_dims, inputs and outputs (parameter names).
@@ -124,8 +132,43 @@ pub fn kernel_run(
             .map_err(run_err)?;
         return outputs.iter().map(|t| convert::host(py, t)).collect();
     }
-    let exe = executable(kernel, &signature, dev)?;
+    let (exe, _) = executable(kernel, &signature, dev)?;
     execute(py, name, &exe, &inputs)
+}
+
+/// Runs `kernel` on eager device tensors (the `tpu` torch device's storage): no host copy in
+/// or out; the results are new eager tensors. Same checks and errors as `kernel_run`.
+#[pyfunction]
+pub fn kernel_run_eager(
+    py: Python<'_>,
+    name: &str,
+    tensors: Vec<PyRef<'_, EagerTensor>>,
+) -> PyResult<Vec<EagerTensor>> {
+    let kernel = find(name)?;
+    let signature: Vec<(DType, Vec<usize>)> =
+        tensors.iter().map(|t| (t.t.dtype(), t.t.shape())).collect();
+    let dev = device()?;
+    if dev.kind() == DeviceKind::Interp {
+        return Err(ArgumentError::new_err(format!(
+            "kernel `{name}`: device tensors live on a PJRT device, not the interpreter"
+        )));
+    }
+    let compiled = executable(kernel, &signature, dev)?;
+    run_eager(py, name, &compiled, &tensors)
+}
+
+/// Runs a compiled kernel on eager tensors (see `kernel_run_eager`).
+pub fn run_eager(
+    py: Python<'_>,
+    name: &str,
+    (exe, outputs): &Compiled,
+    tensors: &[PyRef<'_, EagerTensor>],
+) -> PyResult<Vec<EagerTensor>> {
+    let inputs: Vec<tessera_eager::Tensor> = tensors.iter().map(|t| t.t.clone()).collect();
+    let label = format!("kernel `{name}`");
+    py.detach(|| tessera_eager::run_program(exe, &inputs, outputs, &label))
+        .map(|ts| ts.into_iter().map(|t| EagerTensor { t }).collect())
+        .map_err(crate::eager::err)
 }
 
 /// A signature from Python: `(dtype name, shape)` per input.

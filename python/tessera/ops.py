@@ -91,15 +91,18 @@ def call(op: str, *args, **kwargs):
         target = kwargs[name] if name in kwargs else args[index]
         value = results[out]
         with torch.no_grad():
-            if target.shape != value.shape:
-                target.resize_(value.shape)
-            target.copy_(value)
+            # A list `out` (`split_copy.Tensor_out`) takes one result per tensor.
+            for t, v in zip(*((target, value) if isinstance(target, (list, tuple)) else ([target], [value]))):
+                if t.shape != v.shape:
+                    t.resize_(v.shape)
+                t.copy_(v)
         results[out] = target
     # Outputs past the op's returns only carried new values of written arguments.
     results = results[:returns]
     if len(results) == 1:
         return results[0]
-    return tuple(results)
+    # An op without returns (`split_copy.Tensor_out`) returns None, as torch.ops.aten does.
+    return tuple(results) if results else None
 
 
 def last_kernel(op: str, *args, overrides: bool = True, **kwargs):

@@ -42,7 +42,8 @@ def _check_tensors(kernel, tensors):
             raise _native.ArgumentError(f"kernel `{kernel}`: input {i} has dtype {t.dtype}, which Tessera does not take")
         if t.device.type not in ("cpu", "meta"):
             raise _native.ArgumentError(
-                f"kernel `{kernel}`: input {i} is on {t.device}; Tessera's kernel ops take CPU tensors")
+                f"kernel `{kernel}`: input {i} is on {t.device}; Tessera's kernel ops take CPU "
+                "tensors, or tpu tensors (all inputs)")
 
 
 def _run(kernel, library, tensors):
@@ -88,6 +89,9 @@ def register(kernel, name=None, *, library=None, backward=None, setup_context=No
         torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=lib)
     op = getattr(getattr(torch.ops, ns), opname).default
     _REGISTERED[qualname] = op
+    # On tpu device tensors the kernel runs on their device buffers (tessera.device).
+    from .device import dispatch as _device_dispatch
+    _device_dispatch.KERNEL_OPS[op] = (kernel, library)
     # The Library object owns the registrations: keep it alive with the op.
     _LIBS.append(lib)
     return op

@@ -70,3 +70,14 @@ def test_bad_inputs_name_the_kernel(ops):
 def test_a_missing_library_is_an_error():
     with pytest.raises(tessera.ArgumentError, match="kernel library"):
         tt.load_library("/nonexistent/libnothing.so")
+
+
+def test_the_crates_kernels_run_on_tpu_tensors(ops):
+    # A library kernel on device tensors runs on their buffers: no value goes to the host.
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(24, 256, generator=g), torch.randn(24, 256, generator=g)
+    xd, yd = tt.to_device(x), tt.to_device(y)
+    tt.reset_metrics()
+    z = torch.ops.my_kernels.rms_norm(torch.ops.my_kernels.axpy(xd, yd))
+    assert z.device.type == "tpu" and tt.metrics()["transfers"]["to_host"] == 0
+    torch.testing.assert_close(z.cpu(), rms_norm(x * 2 + y), atol=1e-5, rtol=1.3e-6)

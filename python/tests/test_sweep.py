@@ -1,7 +1,7 @@
 """The OpInfo-style sweep over the whole op table (python/tools/sweep.py), compared with torch
 CPU; the results are written for `tessera ops coverage` (TESSERA_SWEEP_JSON, else
-ops/coverage/sweep.json). The gate: every Core ATen overload passes (samples reached it, none
-failed), and at least 300 overloads pass in all. Per-op failures are in the results file and
+ops/coverage/sweep.json). The gate: every overload of the table passes (samples reached it,
+none failed), so `tessera ops coverage` shows ops_passing == ops_total and Core 193/193. Per-op failures are in the results file and
 in this test's message (`check_ops.py OP...` reruns some; `--exact` with the same
 TESSERA_SWEEP_SEED reproduces an op's samples of this run). The samples are seeded per OpInfo,
 dtype and source from TESSERA_SWEEP_SEED (default 0), so the gate is deterministic per seed."""
@@ -12,10 +12,9 @@ import sweep
 from tessera import ops
 
 TABLE = {t["name"]: t for t in ops.table()}
-MIN_PASSING = 300
 
 
-def test_sweep_passes_the_core_set_and_300_overloads():
+def test_sweep_passes_every_overload_of_the_table():
     out = os.environ.get("TESSERA_SWEEP_JSON", os.path.join(os.path.dirname(__file__), "..", "..", "ops", "coverage", "sweep.json"))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     r = sweep.run(None, out)
@@ -36,4 +35,5 @@ def test_sweep_passes_the_core_set_and_300_overloads():
 
     failing_core = [why(n) for n in core if not passing(n)]
     assert not failing_core, "Core ATen overloads not passing:\n" + "\n".join(failing_core)
-    assert n_all >= MIN_PASSING, "\n".join(why(n) for n in TABLE if not passing(n))
+    failing = [why(n) for n in TABLE if not passing(n)]
+    assert not failing, f"{len(failing)} overloads not passing:\n" + "\n".join(failing)

@@ -116,3 +116,53 @@ def test_a_wrong_half_precision_result_is_not_as_accurate_as_torch():
     wrong[5] += 0.25
     error, known = judge("add.Tensor", torch.ops.aten.add.Tensor, (x, y), wrong)
     assert error is not None and known is None
+
+
+def _variant_results(names, functional, samples):
+    """Runs the sweep's variant pass for `names` over `samples` of their functional op."""
+    table = {t["name"]: t for t in ops.table()}
+    res = sweep.Results()
+    for args in samples:
+        sweep.check_call(table, res, functional, sweep._aten(functional), args, {}, "direct")
+    sweep.sweep_variants(table, res, set(names))
+    return res
+
+
+def test_an_out_kernel_that_disagrees_with_torch_is_judged_by_the_functional_op():
+    # torch's binary_cross_entropy.out with a reduction returns NaN into an empty `out` and
+    # refuses a sized one when a weight is given: known difference 5.
+    g = torch.Generator().manual_seed(3)
+    x, y, w = torch.rand(4, 5, generator=g), torch.rand(4, 5, generator=g), torch.rand(5, generator=g)
+    res = _variant_results(["binary_cross_entropy.out"], "binary_cross_entropy", [(x, y, None, 1), (x, y, w, 2)])
+    r = res.ops["binary_cross_entropy.out"]
+    assert (r["passed"], r["failed"]) == (2, 0), r["errors"]
+    assert res.known["binary_cross_entropy.out"]["torch_out_kernel"] == 2
+
+
+def test_the_functional_oracle_still_fails_a_wrong_out_result():
+    g = torch.Generator().manual_seed(4)
+    x, y = torch.rand(4, 5, generator=g), torch.rand(4, 5, generator=g)
+    oracle = sweep.written_functional(torch.ops.aten.binary_cross_entropy.default,
+                                      [a for a in torch.ops.aten.binary_cross_entropy.out._schema.arguments if a.is_out],
+                                      torch.ops.aten.binary_cross_entropy.out)
+    out = torch.empty(0)
+    call = Call("binary_cross_entropy.out", TAGS["binary_cross_entropy.out"], oracle, (x, y, None, 1), {"out": out}, True, None)
+    wrong = call.expected + 0.01
+    error, _ = call.judge(wrong, ((x, y, None, 1), {"out": wrong}))
+    assert error is not None
+
+
+@pytest.mark.parametrize("name,functional,args", [
+    ("split_copy.Tensor_out", "split_copy.Tensor", (2, 0)),
+    ("split_with_sizes_copy.out", "split_with_sizes_copy", ([1, 3, 1], 0)),
+    ("unbind_copy.int_out", "unbind_copy.int", (1,)),
+])
+def test_list_out_overloads_write_each_tensor(name, functional, args):
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(5))
+    res = _variant_results([name], functional, [(x, *args)])
+    r = res.ops[name]
+    assert (r["passed"], r["failed"]) == (1, 0), r["errors"]
+    outs = [torch.empty(0) for _ in sweep._aten(functional)(x, *args)]
+    assert ops.call(name, x, *args, out=outs) is None
+    for o, e in zip(outs, sweep._aten(functional)(x, *args)):
+        torch.testing.assert_close(o, e, rtol=0, atol=0)

@@ -2,7 +2,12 @@
   op        torch.ops.tessera.<kernel>(...)  (dispatcher, Python wrapper, Tessera)
   native    tessera._native.kernel_run(...)  (Tessera alone: DLPack in, PJRT execute, out)
   aten      torch.ops.aten.<same math>       (torch's own CPU kernel, for scale)
-Medians of interleaved rounds; the op's overhead is op - native.
+and on tpu device tensors (tessera.device; the launch is asynchronous in Strict mode, so these
+are the per-call host costs, the device's execution overlapping the next call):
+  op_tpu    torch.ops.tessera.<kernel>(...)  (dispatcher, TpuTensor dispatch, Tessera)
+  run_tpu   tessera._native.kernel_run_eager (Tessera alone: PJRT execute on the buffers)
+  aten_tpu  torch.ops.aten.<same math>       (the same math as an ATen op on the device)
+Medians of interleaved rounds; the op's overhead is op - native (op_tpu - run_tpu).
 
     python python/tools/bench_custom_op.py [--rounds 2000]
 """
@@ -13,8 +18,9 @@ import time
 
 import torch
 
-import tessera.torch  # noqa: F401
+import tessera.torch as tt
 from tessera import _native
+from tessera.device.tensor import _value
 
 CASES = {
     "add": ([(8, 128), (8, 128)], torch.ops.aten.add.Tensor),
@@ -48,6 +54,14 @@ def main():
         t_aten = median_us(lambda: aten(*xs), rounds)
         print(f"{case:>14}: op {t_op:8.1f} us  native {t_native:8.1f} us  aten {t_aten:7.1f} us  "
               f"op overhead {t_op - t_native:6.1f} us")
+        ds = [tt.to_device(x) for x in xs]
+        vs = [_value(d) for d in ds]
+        t_op_d = median_us(lambda: op(*ds), rounds)
+        t_run_d = median_us(lambda: _native.kernel_run_eager(kernel, vs), rounds)
+        t_aten_d = median_us(lambda: aten(*ds), rounds)
+        tt.sync()
+        print(f"{case + ' tpu':>14}: op {t_op_d:8.1f} us  run    {t_run_d:8.1f} us  aten {t_aten_d:7.1f} us  "
+              f"op overhead {t_op_d - t_run_d:6.1f} us")
 
 
 if __name__ == "__main__":

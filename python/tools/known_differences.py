@@ -22,13 +22,21 @@ the sweep's JSON (`known_differences`), never skipped silently.
    1.3e-6) is below the rounding error of a long sum in another order (a `bmm` sample off by
    1.56e-5 with k = 25); judged against torch's float64 result with the k-dependent bound of
    tolerance.py.
-"""
 
 4. torch's own float16/bfloat16 rounding (`as_accurate_as_torch`). Where torch's CPU kernel
    computes in the low-precision dtype (grid_sampler_2d's half path: 1.0e-2 from float64 on an
    OpInfo sample with reflection padding), neither torch's result nor the float64 one decides: a
    float16/bfloat16 result passes when no element is further from torch's float64 result than
    torch's own worst element is, plus the dtype's tolerance.
+
+5. torch's out= kernel disagrees with its own functional op (`torch_out_kernel`). An out= or
+   in-place overload computes its functional op into its arguments; where torch's overload
+   returns something else on a sample (`binary_cross_entropy.out` with a reduction: NaN into an
+   empty `out`, the elementwise mean of a mis-sized one; `binary_cross_entropy_backward.grad_input`
+   and `normal.Tensor_float_out` leave an empty `out` unresized), the sample is judged against
+   torch's functional op on the same arguments, its results written into the `out` arguments
+   (counted in the JSON's `torch_inconsistent` and as this kind).
+"""
 
 # Ops whose torch CPU result is known to depend on the CPU's vector unit (documentation and a
 # regression test: python/tests/test_sweep_policy.py); the float64 oracle applies to every op.

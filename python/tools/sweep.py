@@ -5,7 +5,10 @@ Samples come from PyTorch's own OpInfo database (`op_db`) two ways:
     it reaches that is in Tessera's table is also run by Tessera on the same arguments and
     compared with torch's result (so composite ops test the core ops they decompose into);
   * direct: the sample is also passed straight to each table overload named like the OpInfo
-    (`softmax` -> `aten::softmax.int`), where torch accepts it.
+    (`softmax` -> `aten::softmax.int`), where torch accepts it;
+  * backward: in float32 and bfloat16, the OpInfo's samples with requires_grad=True go through
+    torch.autograd.grad under the interceptor, and each backward op autograd reaches is run
+    by Tessera on the same arguments (`sweep_backward`).
 and from generated samples (`samples.py`) for ops no OpInfo reaches.
 
 Comparison: torch.testing.assert_close with torch's default tolerances for the dtype (exact for
@@ -39,7 +42,7 @@ from collections import defaultdict
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 import tessera
 import tolerance
@@ -78,7 +81,7 @@ class Results:
 
     def skip(self, name, dtype):
         """No more samples of `dtype` for `name` (it refuses the dtype as a whole): not a failure."""
-        for source in ("opinfo", "direct", "generated", "variant"):
+        for source in ("opinfo", "direct", "generated", "variant", "backward"):
             self.counts[(name, dtype, source)] = CAP
 
     def record(self, name, dtype, source, error, known=None):
@@ -161,10 +164,11 @@ def writes_args(func, tags):
     )
 
 
-def check_call(table, res, name, func, args, kwargs, source, overrides=None, origin=None):
+def check_call(table, res, name, func, args, kwargs, source, overrides=None, origin=None, known=None):
     """Runs one call in torch and in Tessera and records the judgement (oracles.Call). Returns
     torch's result. `overrides`: the OpInfo's tolerance overrides (tolerance.opinfo_overrides);
-    `origin`: the OpInfo whose sample it is (named in failures)."""
+    `origin`: the OpInfo whose sample it is (named in failures); `known`: the known difference
+    that `func` (another oracle than torch's overload) stands for, counted on a pass."""
     dtype = first_dtype(list(args) + list(kwargs.values()))
     if dtype is not None and dtype not in CLAIMED:
         return None
@@ -187,7 +191,7 @@ def check_call(table, res, name, func, args, kwargs, source, overrides=None, ori
     except Exception as e:  # a bug in the bridge: record it, keep sweeping
         res.record(name, dtype, source, f"{type(e).__name__}: {e}")
         return expected
-    known = None
+    oracle_kind, known = known, None
     if name in UNORDERED_TIES:
         error = compare_unordered_ties(name, tags, args, kwargs, expected, actual, overrides)
         if error is None and mutates:
@@ -200,6 +204,8 @@ def check_call(table, res, name, func, args, kwargs, source, overrides=None, ori
         error, known = call.judge(actual, (t_args, t_kwargs) if mutates else None)
     if error is not None and origin:
         error = f"(sample of OpInfo {origin}) {error}"
+    if error is None and known is None:
+        known = oracle_kind
     res.record(name, dtype, source, error, known)
     if error is None and sum(first_dtype(a) == dtype for a, _, _, _ in res.samples[name]) < 2:
         # A clone: `expected` goes back to torch as the op's result, and the composite op that
@@ -209,18 +215,22 @@ def check_call(table, res, name, func, args, kwargs, source, overrides=None, ori
 
 
 class Intercept(TorchDispatchMode):
-    def __init__(self, table, res, only, reached, overrides, origin):
+    """Checks every table overload torch reaches (of those `select` names) as `source`."""
+
+    def __init__(self, table, res, only, reached, overrides, origin, source="opinfo", select=None):
         super().__init__()
         self.table, self.res, self.only, self.reached = table, res, only, reached
         self.overrides, self.origin = overrides, origin
+        self.source, self.select = source, select
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = overload_name(func)
-        if name in self.table and (self.only is None or name in self.only):
+        if (name in self.table and (self.only is None or name in self.only)
+                and (self.select is None or self.select(name))):
             self.reached.add(name)
             try:
-                out = check_call(self.table, self.res, name, func, args, kwargs, "opinfo", self.overrides, self.origin)
+                out = check_call(self.table, self.res, name, func, args, kwargs, self.source, self.overrides, self.origin)
             except Exception:
                 out = None
             if out is not None and not writes_args(func, self.table[name]["tags"]):
@@ -283,6 +293,53 @@ def sweep_opinfo(table, res, only=None, log=print, exact=False):
                     except Exception:
                         continue  # not this overload's signature
                     check_call(table, res, name, func, args, dict(s.kwargs), "direct", overrides, "/".join(filter(None, label)))
+        sweep_backward(table, res, opinfo, only, label, overrides)
+
+
+# The dtypes in which each OpInfo's autograd runs under the interceptor (`sweep_backward`).
+BACKWARD_DTYPES = (torch.float32, torch.bfloat16)
+
+
+def is_backward(name):
+    """A backward op: one autograd calls for the gradient of another (`threshold_backward`,
+    `_softmax_backward_data`, `convolution_backward`)."""
+    return "backward" in name.split(".")[0]
+
+
+def sweep_backward(table, res, opinfo, only, label, overrides):
+    """The backward ops an OpInfo's gradient reaches, the way PyTorch's tests do it: samples
+    with requires_grad=True, torch.autograd.grad of the (processed) outputs with seeded random
+    cotangents under the interceptor; each backward op reached runs in Tessera on the same
+    arguments (its `output_mask`ed gradients must come back None, as in torch)."""
+    if not opinfo.supports_autograd:
+        return
+    origin = "/".join(filter(None, label)) + " backward"
+    for dtype in BACKWARD_DTYPES:
+        if dtype not in opinfo.supported_backward_dtypes("cpu"):
+            continue
+        seed_for("opinfo-backward", *label, dtype)
+        try:
+            samples = list(itertools.islice(
+                opinfo.sample_inputs("cpu", dtype, requires_grad=True, set_seed=False), 2 * CAP))
+        except Exception:
+            continue
+        reached = set()
+        for k, s in enumerate(samples):
+            if reached and not any(res.want(n, dtype, "backward") for n in reached):
+                break
+            seed_for("opinfo-backward-run", *label, dtype, k)
+            leaves = [t for t in tree_flatten((s.input, s.args, s.kwargs))[0]
+                      if isinstance(t, torch.Tensor) and t.requires_grad]
+            try:
+                out = s.output_process_fn_grad(opinfo.op(s.input, *s.args, **s.kwargs))
+                outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+                if not leaves or not outs:
+                    continue
+                cotangents = [torch.randn_like(t) for t in outs]
+                with Intercept(table, res, only, reached, overrides, origin, "backward", is_backward):
+                    torch.autograd.grad(outs, leaves, cotangents, allow_unused=True)
+            except Exception:
+                pass  # a sample torch's autograd rejects tests nothing
 
 
 # Table ops that OpInfos reach under unrelated names: op -> prefixes of those OpInfos' names.
@@ -323,32 +380,91 @@ def sweep_generated(table, res, only=None):
 
 
 def sweep_variants(table, res, only=None):
-    """In-place and `.out` overloads, on the passing samples of the functional op they write."""
+    """In-place and `.out` overloads, on the passing samples of the functional op they write.
+    `out` arguments are first given empty (torch resizes them), then sized like the functional
+    results where torch's kernel refuses or mishandles an empty one (`normal.Tensor_float_out`
+    keeps a 0-d result empty). Where torch's own out= overload still disagrees with its
+    functional result or refuses the sample (known difference 5: `binary_cross_entropy.out`
+    with a reduction), the oracle is torch's functional op written into the arguments
+    (`written_functional`)."""
     for name, entry in table.items():
         functional = entry.get("functional")
         if not functional or (only is not None and name not in only):
             continue
         func = _aten(name)
-        outs = [a.name for a in func._schema.arguments if a.is_out]
+        outs = [a for a in func._schema.arguments if a.is_out]
         for args, kwargs, expected, overrides in res.samples.get(functional, []):
-            kwargs = dict(kwargs)
-            if outs:
-                results = expected if isinstance(expected, (tuple, list)) else [expected]
-                if len(results) != len(outs) or not all(isinstance(r, torch.Tensor) for r in results):
-                    continue
-                for o, r in zip(outs, results):
-                    kwargs[o] = torch.empty(0, dtype=r.dtype)
-            try:
-                got = func(*clone_args(args), **clone_args(kwargs))
-            except Exception:
-                continue  # torch refuses this sample in place (dtype or shape change)
-            # An out= or in-place overload computes its functional op: where torch's own kernel
-            # disagrees with torch's functional result (binary_cross_entropy.out with a
-            # reduction returns NaN into an empty `out`), torch is no oracle for the sample.
-            if compare(functional, table[functional]["tags"], _as_written(expected, got), got, overrides) is not None:
+            results = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+            if outs and not (all(isinstance(r, torch.Tensor) for r in results) and _fill_outs({}, outs, results, False)):
+                continue  # the out arguments do not line up with the results
+            found = None
+            for sized in ((False, True) if outs else (False,)):
+                kw = dict(kwargs)
+                if outs:
+                    _fill_outs(kw, outs, results, sized)
+                try:
+                    got = _written(func, outs, *clone_args((args, kw)))
+                except Exception:
+                    continue  # torch refuses this sample in place (dtype or shape change)
+                consistent = compare(functional, table[functional]["tags"], _as_written(expected, got), got, overrides) is None
+                found = (kw, consistent)
+                if consistent:
+                    break
+            if found is None:
+                if not outs:
+                    continue  # torch refuses this sample in place (dtype or shape change)
+                # torch's out= kernel refuses outs of the result's dtype, empty and sized, where
+                # its functional op takes the sample (`binary_cross_entropy.out` with a weight
+                # and a reduction): not a claim about out=, so judged like a disagreement.
+                found = (kw, False)
+            kw, consistent = found
+            if consistent:
+                check_call(table, res, name, func, args, kw, "variant", overrides)
+            else:
                 res.inconsistent[name] += 1
-                continue
-            check_call(table, res, name, func, args, kwargs, "variant", overrides)
+                oracle = written_functional(_aten(functional), outs, func)
+                check_call(table, res, name, oracle, args, kw, "variant", overrides, known="torch_out_kernel")
+
+
+def _fill_outs(kwargs, outs, results, sized):
+    """Puts `out` tensors for `results` into `kwargs` (empty, or sized like the results); False
+    when the schema's out arguments do not line up with the results."""
+    if len(outs) == 1 and isinstance(outs[0].type, torch.ListType):
+        kwargs[outs[0].name] = [torch.empty_like(r) if sized else torch.empty(0, dtype=r.dtype) for r in results]
+        return True
+    if len(outs) != len(results):
+        return False
+    for o, r in zip(outs, results):
+        kwargs[o.name] = torch.empty_like(r) if sized else torch.empty(0, dtype=r.dtype)
+    return True
+
+
+def _written(func, outs, args, kwargs):
+    """Runs an in-place or out overload; what it wrote: the out arguments (a tensor, a tuple of
+    them, or a list argument), else the returned tensor (in place)."""
+    ret = func(*args, **kwargs)
+    if not outs:
+        return ret
+    got = [kwargs[o.name] for o in outs]
+    return got[0] if len(got) == 1 else tuple(got)
+
+
+def written_functional(functional, outs, variant):
+    """torch's functional op, its results written into the `out` arguments (or into `self` in
+    place) and returned as the overload returns them: the oracle for an overload whose own
+    torch kernel disagrees with its functional op."""
+    def call(*args, **kwargs):
+        fkw = {k: v for k, v in kwargs.items() if k not in {o.name for o in outs}}
+        r = functional(*args, **fkw)
+        rs = list(r) if isinstance(r, (tuple, list)) else [r]
+        if not outs:
+            return args[0].copy_(rs[0])
+        dst = kwargs[outs[0].name] if len(outs) == 1 and isinstance(kwargs[outs[0].name], list) else [kwargs[o.name] for o in outs]
+        for d, x in zip(dst, rs):
+            d.resize_(x.shape).copy_(x)
+        return None if not variant._schema.returns else dst[0] if len(dst) == 1 else tuple(dst)
+    call.__name__ = f"written_{variant._schema.name}"
+    return call
 
 
 def _as_written(expected, got):

@@ -165,11 +165,18 @@ def _failed(func, args, kwargs, error):
     return _tree_map(back, out)
 
 
+# `#[tpu_kernel]` kernel ops (tessera.torch.register): op -> (kernel, kernel library or None).
+KERNEL_OPS = {}
+
+
 def _dispatch_op(func, args, kwargs):
     _mode_for_thread()
     special = _SPECIAL.get(func)
     if special is not None:
         return special(func, args, kwargs)
+    kernel = KERNEL_OPS.get(func)
+    if kernel is not None:
+        return _kernel_op(*kernel, args, kwargs)
     sch = _SCHEMAS.get(func) or _schema(func)
     for a in args:
         if type(a) is not TpuTensor and (func not in _CPU_INDICES_OK or not isinstance(a, list)):
@@ -184,6 +191,28 @@ def _dispatch_op(func, args, kwargs):
     if rewrite is not None:
         return rewrite(func, args, kwargs)
     return _run(func, sch, args, kwargs)
+
+
+def _kernel_op(kernel, library, args, kwargs):
+    """A kernel op on device tensors: the kernel's executable runs on the eager runtime's
+    buffers (pending ops that make its inputs run first); its results stay on the device."""
+    if kwargs:
+        raise _native.ArgumentError(f"kernel `{kernel}`: inputs are positional, got keywords {sorted(kwargs)}")
+    values = []
+    for i, a in enumerate(args):
+        if not isinstance(a, TpuTensor):
+            where = a.device if isinstance(a, torch.Tensor) else type(a).__name__
+            raise _native.ArgumentError(
+                f"kernel `{kernel}`: input {i} is on {where}; with a tpu input, every input "
+                "must be on the tpu device")
+        values.append(_value(a))
+    _counts["ops"] += 1
+    if library is None:
+        outs = _native.kernel_run_eager(kernel, values)
+    else:
+        outs = _native.library_run_eager(library, kernel, values)
+    outs = [_wrap(o) for o in outs]
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _meta(t):
@@ -300,9 +329,12 @@ def _run(func, sch, args, kwargs):
     for i, name in sch.writes:
         target = kwargs[name] if name in kwargs else args[i] if i < len(args) else None
         passed = nkw[name] if name in nkw else nargs[i] if i < len(nargs) else None
-        if isinstance(target, TpuTensor) and isinstance(passed, _native.EagerTensor):
-            if not _covers(target) or not passed.shares_storage(target._storage_.value):
-                _write(target, passed)
+        # A list `out` (`split_copy.Tensor_out`) pairs its tensors with the values passed.
+        pairs = zip(target, passed) if isinstance(target, (list, tuple)) and isinstance(passed, (list, tuple)) else [(target, passed)]
+        for t, p in pairs:
+            if isinstance(t, TpuTensor) and isinstance(p, _native.EagerTensor):
+                if not _covers(t) or not p.shares_storage(t._storage_.value):
+                    _write(t, p)
     return _single(_returns(sch, args, kwargs, outs, _from_native))
 
 

@@ -334,18 +334,18 @@ pub(crate) fn native_batch_norm_backward(cx: &mut Lower, a: &Args) -> LowerResul
         let gi = cx.mul(&gi, &wb)?;
         outs.push(Out::Tensor(cast(cx, &gi, x.dtype())?));
     } else {
-        outs.push(none_out(cx, x.dtype())?);
+        outs.push(Out::None);
     }
     if mask.get(1).copied().unwrap_or(true) {
         let gw = cx.mul(&dot_p, &invstd)?;
         outs.push(Out::Tensor(cast(cx, &gw, pdt)?));
     } else {
-        outs.push(none_out(cx, pdt)?);
+        outs.push(Out::None);
     }
     if mask.get(2).copied().unwrap_or(true) {
         outs.push(Out::Tensor(cast(cx, &gsum, pdt)?));
     } else {
-        outs.push(none_out(cx, pdt)?);
+        outs.push(Out::None);
     }
     Ok(outs)
 }

@@ -3,7 +3,7 @@
 
 use crate::args::Args;
 use crate::error::{LowerError, LowerResult};
-use crate::lower::{Lower, Out};
+use crate::lower::Lower;
 use tessera_lowering::stablehlo::{BinaryOp, GatherDims, ReduceKind, TensorType, Value};
 use tessera_lowering::{DType, HostTensor};
 
@@ -174,12 +174,6 @@ pub(crate) fn unsqueeze0(cx: &mut Lower, x: &Value) -> LowerResult<Value> {
 
 pub(crate) fn squeeze0(cx: &mut Lower, x: &Value) -> LowerResult<Value> {
     Ok(cx.reshape(x, &x.shape()[1..])?)
-}
-
-/// The result for a masked-out (`output_mask` False) or undefined gradient. PyTorch returns
-/// None there; the op library has no "None" result, so this is a zero-size tensor.
-pub(crate) fn none_out(cx: &mut Lower, dtype: DType) -> LowerResult<Out> {
-    Ok(Out::Tensor(splat(cx, 0.0, dtype, &[0])?))
 }
 
 /// Integer floor division (Python's `//`).

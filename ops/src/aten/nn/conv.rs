@@ -378,13 +378,22 @@ pub(crate) fn convolution_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<
         let gi = if empty {
             splat(cx, 0.0, opmath(dt), x.shape())?
         } else if transposed {
-            conv_fwd(cx, &gc, &wc, &g)?
+            // The forward convolution of grad_output covers `output_padding / stride` more
+            // positions than the input has where output_padding >= stride (allowed when it
+            // is below the dilation): those never reached the output, so they are cut off.
+            let gi = conv_fwd(cx, &gc, &wc, &g)?;
+            let hi = x.shape().to_vec();
+            if gi.shape() == hi.as_slice() {
+                gi
+            } else {
+                cx.slice(&gi, &vec![0; hi.len()], &hi, &vec![1; hi.len()])?
+            }
         } else {
             conv_input_grad(cx, &gc, &wc, &x.shape()[2..], &g)?
         };
         outs.push(Out::Tensor(cast(cx, &gi, dt)?));
     } else {
-        outs.push(none_out(cx, dt)?);
+        outs.push(Out::None);
     }
     // grad_weight
     if mask.get(1).copied().unwrap_or(false) {
@@ -396,7 +405,7 @@ pub(crate) fn convolution_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<
         };
         outs.push(Out::Tensor(cast(cx, &gw, dt)?));
     } else {
-        outs.push(none_out(cx, dt)?);
+        outs.push(Out::None);
     }
     // grad_bias
     if mask.get(2).copied().unwrap_or(false) {
@@ -404,7 +413,7 @@ pub(crate) fn convolution_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<
         let gb = sum(cx, &gc, &dims, false)?;
         outs.push(Out::Tensor(cast(cx, &gb, dt)?));
     } else {
-        outs.push(none_out(cx, dt)?);
+        outs.push(Out::None);
     }
     Ok(outs)
 }

@@ -7,8 +7,8 @@
 //! adaptive pooling, the scalar grid sampler, bf16 batch-norm statistics): there
 //! `common::Rounding` reproduces those roundings, so results agree bit for bit or nearly.
 //!
-//! Known differences from PyTorch: masked-out (`output_mask` False) or undefined gradients are
-//! zero-size tensors where PyTorch returns None; the composite `batch_norm` does not update
+//! Masked-out (`output_mask` False) or undefined gradients are None, as in PyTorch.
+//! Known differences from PyTorch: the composite `batch_norm` does not update
 //! `running_mean`/`running_var` in place (its schema marks nothing written; eager PyTorch
 //! reaches `_native_batch_norm_legit`, which does); class targets out of range are not
 //! detected (PyTorch raises, data-dependently).

@@ -189,7 +189,7 @@ pub(crate) fn native_layer_norm_backward(cx: &mut Lower, a: &Args) -> LowerResul
         let dx = bb(cx, BinaryOp::Multiply, &t, &rc)?;
         outs.push(Out::Tensor(cast(cx, &dx, x.dtype())?));
     } else {
-        outs.push(none_out(cx, x.dtype())?);
+        outs.push(Out::None);
     }
     match (&w, mask.get(1).copied().unwrap_or(false)) {
         (Some(w), true) => {
@@ -197,14 +197,14 @@ pub(crate) fn native_layer_norm_backward(cx: &mut Lower, a: &Args) -> LowerResul
             let dw = sum(cx, &gx, &lead, false)?;
             outs.push(Out::Tensor(cast(cx, &dw, w.dtype())?));
         }
-        _ => outs.push(none_out(cx, w.as_ref().map_or(x.dtype(), |w| w.dtype()))?),
+        _ => outs.push(Out::None),
     }
     match (&b, mask.get(2).copied().unwrap_or(false)) {
         (Some(b), true) => {
             let db = sum(cx, &gc, &lead, false)?;
             outs.push(Out::Tensor(cast(cx, &db, b.dtype())?));
         }
-        _ => outs.push(none_out(cx, b.as_ref().map_or(x.dtype(), |b| b.dtype()))?),
+        _ => outs.push(Out::None),
     }
     Ok(outs)
 }
@@ -379,7 +379,7 @@ pub(crate) fn native_group_norm_backward(cx: &mut Lower, a: &Args) -> LowerResul
         let dx = cx.reshape(&dx, x.shape())?;
         outs.push(Out::Tensor(cast(cx, &dx, x.dtype())?));
     } else {
-        outs.push(none_out(cx, x.dtype())?);
+        outs.push(Out::None);
     }
     let pd = w.as_ref().map_or(x.dtype(), |w| w.dtype());
     if mask.get(1).copied().unwrap_or(false) {
@@ -388,14 +388,14 @@ pub(crate) fn native_group_norm_backward(cx: &mut Lower, a: &Args) -> LowerResul
         let dw = cx.reshape(&dw, &[c])?;
         outs.push(Out::Tensor(cast(cx, &dw, pd)?));
     } else {
-        outs.push(none_out(cx, pd)?);
+        outs.push(Out::None);
     }
     if mask.get(2).copied().unwrap_or(false) {
         let db = sum(cx, &g4, &[0, 3], false)?;
         let db = cx.reshape(&db, &[c])?;
         outs.push(Out::Tensor(cast(cx, &db, pd)?));
     } else {
-        outs.push(none_out(cx, pd)?);
+        outs.push(Out::None);
     }
     Ok(outs)
 }

@@ -39,15 +39,16 @@ fn zero_where(cx: &mut Lower, c: &Value, g: &Value) -> LowerResult<Value> {
 
 pub(super) fn hardswish_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     grad_map(cx, a, "self", "hardswish_backward_cpu", |cx, g, x| {
-        // x < -3: 0; x <= 3: g * (x / 3 + 0.5); else g.
+        // x <= -3: 0; x < 3: g * (x / 3 + 0.5); else g (torch 2.15's kernel: both ends
+        // exclusive, so x = -3 gives 0 and x = 3 gives g; bf16 samples land on them).
         let third = splat(cx, x, 3.0)?;
         let s = cx.div(x, &third)?;
         let s = add_k(cx, &s, 0.5)?;
         let mid = cx.mul(g, &s)?;
-        let le3 = cmp_k(cx, Comparison::Le, x, 3.0)?;
-        let r = sel(cx, &le3, &mid, g)?;
-        let lt = cmp_k(cx, Comparison::Lt, x, -3.0)?;
-        zero_where(cx, &lt, &r)
+        let lt3 = cmp_k(cx, Comparison::Lt, x, 3.0)?;
+        let r = sel(cx, &lt3, &mid, g)?;
+        let le = cmp_k(cx, Comparison::Le, x, -3.0)?;
+        zero_where(cx, &le, &r)
     })
 }
 
