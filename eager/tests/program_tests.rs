@@ -53,9 +53,16 @@ fn declared_types_that_do_not_match_the_program_are_an_error() {
     let x = dev(&host(42, &[4, 3]));
     let wrong = TensorType::new(vec![3, 4], DType::F32);
     let e = run_program(&exe, &[x.clone(), x.clone()], &[wrong], "kernel `fma`").unwrap_err();
-    assert!(e.to_string().contains("kernel `fma`: the program returned f32[4, 3]"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("kernel `fma`: the program returned f32[4, 3]"),
+        "{e}"
+    );
     let e = run_program(&exe, &[x.clone(), x], &[ty(), ty()], "kernel `fma`").unwrap_err();
-    assert!(e.to_string().contains("returned 1 result(s), 2 expected"), "{e}");
+    assert!(
+        e.to_string().contains("returned 1 result(s), 2 expected"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -64,5 +71,9 @@ fn a_compiled_trace_refuses_a_program_it_could_not_replay() {
     let x = dev(&host(43, &[4, 3]));
     let _g = ModeGuard::new(EagerMode::Compiled).unwrap();
     let e = run_program(&exe, &[x.clone(), x], &[ty()], "kernel `fma`").unwrap_err();
-    assert!(e.to_string().contains("inside a tessera_eager::compile trace"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("inside a tessera_eager::compile trace"),
+        "{e}"
+    );
 }
