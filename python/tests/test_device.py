@@ -465,3 +465,12 @@ def test_histc_of_integers_falls_back_through_float64():
     assert got.dtype == torch.int32
     assert torch.equal(got.cpu(), torch.histc(x.double(), bins=8, min=0, max=7).to(torch.int32))
     assert tt.metrics()["fallbacks"]["histc"] == 1
+
+
+def test_a_0d_tensor_formats_as_its_number_like_torch():
+    # transformers' MoE routing indexes a ModuleDict with f"expert_{idx}" (idx a 0-d tensor).
+    for x in (torch.tensor(3), torch.tensor(2.5), torch.tensor(True)):
+        d = tt.to_device(x)
+        assert f"expert_{d}" == f"expert_{x}"
+    assert f"{tt.to_device(torch.tensor(1.0 / 3)):.3f}" == "0.333"
+    assert f"{tt.to_device(torch.ones(2))}".startswith("tensor([1., 1.], device='tpu:0'")

@@ -107,6 +107,13 @@ class TpuTensor(torch.Tensor):
         memo[id(self)] = new
         return new
 
+    def __format__(self, spec):
+        # As torch formats a plain 0-d tensor: its number (`f"expert_{idx}"` in transformers'
+        # MoE routing indexes a ModuleDict this way); torch only does it for exact Tensors.
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
     def __repr__(self, *, tensor_contents=None):
         cpu = _to_cpu(self)
         body = repr(cpu)
