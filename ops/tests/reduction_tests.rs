@@ -665,3 +665,63 @@ fn cdist_pdist() {
         &[5., 10., 5.],
     );
 }
+
+/// histc against a float64 count of the same bins: given ranges, the data's range, integer
+/// inputs (as CUDA takes them), and torch's errors (bins <= 0, min > max, NaN in the data's
+/// range, which a device-side check raises).
+#[test]
+fn histc_counts_like_torch_and_refuses_what_it_refuses() {
+    let v: Vec<f64> = (0..97)
+        .map(|i| ((i * 37 % 101) as f64 - 50.0) / 17.0)
+        .collect();
+    let count = |bins: usize, lo: f64, hi: f64, v: &[f64]| {
+        let mut c = vec![0.0; bins];
+        for &x in v.iter().filter(|x| (lo..=hi).contains(*x)) {
+            let b = ((x - lo) * bins as f64 / (hi - lo)) as usize;
+            c[b.min(bins - 1)] += 1.0;
+        }
+        c
+    };
+    let x = || t(DType::F64, &[97], &v);
+    let given = run(
+        "histc",
+        vec![x(), A::Int(7), A::Float(-1.5), A::Float(2.0)],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(values(&given[0]), count(7, -1.5, 2.0, &v));
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let data = run("histc", vec![x(), A::Int(10)], vec![]).unwrap();
+    assert_eq!(values(&data[0]), count(10, lo, hi, &v));
+    let ids = run(
+        "histc",
+        vec![
+            t(DType::I64, &[6], &[0.0, 1.0, 1.0, 3.0, 2.0, 9.0]),
+            A::Int(4),
+            A::Int(0),
+            A::Int(3),
+        ],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(
+        (tensor(&ids[0]).dtype(), values(&ids[0])),
+        (DType::I64, vec![1.0, 2.0, 1.0, 1.0])
+    );
+    for (args, message) in [
+        (vec![x(), A::Int(0)], "bins must be > 0"),
+        (
+            vec![x(), A::Int(4), A::Float(2.0), A::Float(1.0)],
+            "max must be larger than min",
+        ),
+        (
+            vec![t(DType::F32, &[3], &[1.0, f64::NAN, 2.0]), A::Int(4)],
+            "range of the data is not finite",
+        ),
+    ] {
+        let e = run("histc", args, vec![]).unwrap_err().to_string();
+        assert!(e.contains(message), "{e}");
+    }
+}

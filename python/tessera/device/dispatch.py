@@ -358,11 +358,6 @@ def _count_fallback(name, why):
         )
 
 
-# Ops whose torch CPU kernel lacks integer dtypes that CUDA's has; their fallback computes in
-# float64 and casts back.
-_INT_VIA_FLOAT64 = {"histc"}
-
-
 def _fallback(func, sch, args, kwargs, error):
     """Runs `func` on torch CPU: inputs copied out (views over a CPU copy of their storage),
     written storages copied back, results uploaded. Warned once per op and counted. Where torch
@@ -383,16 +378,7 @@ def _fallback(func, sch, args, kwargs, error):
 
     cargs = _tree_map(to_cpu, list(args))
     ckw = {k: _tree_map(to_cpu, v) for k, v in kwargs.items()}
-    try:
-        out = func(*cargs, **ckw)
-    except NotImplementedError:
-        x = cargs[0] if cargs else None
-        if sch.name not in _INT_VIA_FLOAT64 or not isinstance(x, torch.Tensor) or x.is_floating_point():
-            raise
-        # torch CPU has no integer kernel where accelerators have one (histc: transformers'
-        # MoE routing calls it on int expert ids off the CPU): the same numbers in float64,
-        # exact for integers below 2**53, cast back.
-        out = func(x.double(), *cargs[1:], **ckw).to(x.dtype)
+    out = func(*cargs, **ckw)
     _count_fallback(sch.name, str(error).splitlines()[0])
     written = set()
     for i, name in sch.writes:

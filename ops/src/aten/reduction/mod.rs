@@ -8,6 +8,7 @@
 //! the op has none (amax, max, argmax).
 
 mod basic;
+mod histc;
 mod nan;
 mod scan;
 mod softmax;
@@ -64,6 +65,7 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("max.dim", |cx, a| basic::max_min_dim(cx, a, true)),
     ("min.dim", |cx, a| basic::max_min_dim(cx, a, false)),
     ("logsumexp", basic::logsumexp),
+    ("histc", histc::histc),
     ("cumsum", |cx, a| scan::cumulative(cx, a, true)),
     ("cumprod", |cx, a| scan::cumulative(cx, a, false)),
     ("var.correction", |cx, a| stats::var_std(
@@ -119,7 +121,12 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("dist", stats::dist),
     ("diff", scan::diff),
     ("std_mean.correction", stats::std_mean),
-    ("std.dim", |cx, a| stats::var_std(cx, a, true, stats::Correction::Unbiased)),
+    ("std.dim", |cx, a| stats::var_std(
+        cx,
+        a,
+        true,
+        stats::Correction::Unbiased
+    )),
     ("sort", sort::sort),
     ("topk", sort::topk),
 ];
