@@ -57,6 +57,23 @@ def _cdist():
     return out
 
 
+def _grouped_mm():
+    """MoE grouped GEMMs (no OpInfo): rows, columns or K split by int32 offsets, and the 3-d
+    batched form; sizes multiples of 8 (torch's CPU kernel wants 16-byte strides), the last
+    offset at the end (torch leaves positions past it uninitialised), an empty group."""
+    out = []
+    i32 = lambda v: torch.tensor(v, dtype=torch.int32)
+    for dt in [torch.float32, torch.bfloat16, torch.float16]:
+        out += [
+            ((_r((16, 8), dt), _r((3, 8, 16), dt), i32([5, 5, 16])), {}),
+            ((_r((24, 16), dt), _r((4, 16, 8), dt), i32([3, 9, 20, 24])), {}),
+            ((_r((3, 8, 16), dt), _r((16, 24), dt), i32([8, 16, 24])), {}),
+            ((_r((8, 24), dt), _r((24, 16), dt), i32([8, 8, 24])), {}),
+            ((_r((2, 8, 16), dt), _r((2, 16, 8), dt)), {}),
+        ]
+    return out
+
+
 def _softmax_backward(log):
     def gen():
         out = []
@@ -84,6 +101,7 @@ def _edge_unary(extra_args):
 
 GENERATED = {
     "einsum": _einsum,
+    "_grouped_mm": _grouped_mm,
     "_pdist_forward": _pdist,
     "_cdist_forward": _cdist,
     "_softmax_backward_data": _softmax_backward(False),

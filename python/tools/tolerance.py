@@ -120,7 +120,7 @@ def _k_einsum(args, kwargs):
 CONTRACTIONS = {
     "mm": _k_last(0), "bmm": _k_last(0), "matmul": _k_last(0),
     "addmm": _k_last(1), "baddbmm": _k_last(1), "addbmm": _k_last(1), "addmv": _k_last(1),
-    "mv": _k_last(0), "dot": _k_numel(0), "vdot": _k_numel(0), "linear": _k_last(0),
+    "_grouped_mm": _k_last(0), "mv": _k_last(0), "dot": _k_numel(0), "vdot": _k_numel(0), "linear": _k_last(0),
     "tensordot": _k_einsum, "einsum": _k_einsum,
     "convolution": _conv_k(6, 8), "_convolution": _conv_k(6, 8), "conv1d": _conv_k(None, 6),
     "conv2d": _conv_k(None, 6), "conv3d": _conv_k(None, 6), "conv_transpose1d": _conv_k(True, 6),

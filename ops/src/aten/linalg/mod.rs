@@ -8,6 +8,7 @@
 
 mod dist;
 mod einsum;
+mod grouped;
 mod products;
 
 use super::promote::Operand;
@@ -23,6 +24,7 @@ use tessera_lowering::DType;
 pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("mm", mm),
     ("bmm", bmm),
+    ("_grouped_mm", grouped::grouped_mm),
     ("addmm", addmm),
     ("baddbmm", baddbmm),
     ("matmul", |cx, a| one(matmul_of(
@@ -329,7 +331,12 @@ fn dot(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 
 /// `dot`/`vdot` (`name`) of two 1-D tensors of one dtype, with torch's checks (real tensors:
 /// no conjugate).
-pub(super) fn vector_dot(cx: &mut Lower, x: &Value, y: &Value, name: &str) -> LowerResult<Vec<Out>> {
+pub(super) fn vector_dot(
+    cx: &mut Lower,
+    x: &Value,
+    y: &Value,
+    name: &str,
+) -> LowerResult<Vec<Out>> {
     if x.rank() != 1 || y.rank() != 1 {
         return Err(LowerError::invalid(format!(
             "1D tensors expected, but got {}D and {}D tensors",
@@ -365,7 +372,12 @@ fn mv(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 
 /// `m @ v` for `mv` and `addmv` (`self_rank`: the rank torch names first in its error, the
 /// added tensor's for addmv), with the result dtype.
-pub(super) fn mat_vec(cx: &mut Lower, m: &Value, v: &Value, self_rank: usize) -> LowerResult<(Value, DType)> {
+pub(super) fn mat_vec(
+    cx: &mut Lower,
+    m: &Value,
+    v: &Value,
+    self_rank: usize,
+) -> LowerResult<(Value, DType)> {
     if m.rank() != 2 || v.rank() != 1 {
         return Err(LowerError::invalid(format!(
             "vector + matrix @ vector expected, got {self_rank}, {}, {}",
