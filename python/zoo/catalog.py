@@ -95,12 +95,25 @@ def hf_inputs(model, config, batch=2, seq=12):
     raise ValueError(f"unknown main input {name!r}")
 
 
+def _untie(model):
+    """Weight matrices initialised to all zeros (afmoe's MoE router gate) make every expert's
+    score equal, and top-k among ties is unspecified (torch CPU's order is its sort
+    algorithm's): two correct backends would route tokens to different experts. They get
+    seeded small random values, so the comparison tests the arithmetic, not a tie order."""
+    g = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.is_floating_point() and not bool(p.any()):
+                p.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.02)
+
+
 def hf_builder(model_type):
     def make():
         import transformers
 
         config = _shrink(transformers.AutoConfig.for_model(model_type))
         model = transformers.AutoModel.from_config(config)
+        _untie(model)
         return model, hf_inputs(model, config)
     return make
 
