@@ -472,3 +472,48 @@ def test_a_0d_tensor_formats_as_its_number_like_torch():
         assert f"expert_{d}" == f"expert_{x}"
     assert f"{tt.to_device(torch.tensor(1.0 / 3)):.3f}" == "0.333"
     assert f"{tt.to_device(torch.ones(2))}".startswith("tensor([1., 1.], device='tpu:0'")
+
+
+class TinyLM(torch.nn.Module):
+    """A small transformer language model (embedding, 2 encoder layers, head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 32)
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(32, 50)
+
+    def forward(self, ids):
+        return self.head(self.enc(self.emb(ids)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_twenty_steps_of_a_small_transformer_follow_the_cpu_loss_curve(mode):
+    td.set_mode(mode)
+    g = torch.Generator().manual_seed(5)
+    ids, targets = torch.randint(0, 50, (4, 12), generator=g), torch.randint(0, 50, (4, 12), generator=g)
+    torch.manual_seed(0)
+    cpu = TinyLM()
+    dev = TinyLM()
+    dev.load_state_dict(cpu.state_dict())
+    dev.to("tpu")
+
+    def train(model, ids, targets):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        losses = []
+        for _ in range(20):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(ids).flatten(0, 1), targets.flatten())
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    td.reset_metrics()
+    want = train(cpu, ids, targets)
+    got = train(dev, ids.to("tpu"), targets.to("tpu"))
+    # float32, 20 AdamW steps: the curves agree to 1e-3 relative.
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-3, atol=1e-4)
+    assert got[-1] < got[0]
+    assert td.metrics()["fallbacks"] == {}, td.metrics()["fallbacks"]
