@@ -1,10 +1,11 @@
 //! Evaluates one IR function: values in f64, rounded to the op's dtype after every op.
 
 use super::array::{convert, from_bits, round, strides, to_bits, unravel, Array};
+use super::dma::{DmaState, Transfer};
 use super::error::InterpError;
 use super::ops::{binary, compare, copy_window, dot, paste_window, reduce, scan, unary_fn};
 use crate::dtype::DType;
-use crate::ir::{Func, Loc, Offset, OpKind, Operation, Region, ValueId};
+use crate::ir::{DmaCopy, Func, Loc, Offset, OpKind, Operation, Region, ValueId};
 use std::rc::Rc;
 
 #[derive(Clone, Debug)]
@@ -20,6 +21,8 @@ pub(crate) struct Machine<'a> {
     pub buffers: &'a mut [Array],
     pub grid: &'a [usize],
     pub grid_index: &'a [usize],
+    /// Manual DMAs of this call (one grid step).
+    pub dma: DmaState,
     env: Vec<Option<Rt>>,
 }
 
@@ -50,6 +53,7 @@ impl<'a> Machine<'a> {
             buffers,
             grid,
             grid_index,
+            dma: DmaState::default(),
             env: vec![None; func.values.len()],
         }
     }
@@ -159,11 +163,18 @@ impl<'a> Machine<'a> {
             }
             OpKind::Load { src } => {
                 let b = self.buffer(*src, op)?;
+                let shape = self.buffers[b].shape.clone();
+                self.dma
+                    .check_read(b, &vec![0; shape.len()], &shape, op.loc)?;
                 let a = self.buffers[b].clone();
                 self.set(op.results[0], a);
             }
             OpKind::Store { dst, value } => {
                 let (b, v) = (self.buffer(*dst, op)?, self.val(*value, op)?);
+                let shape = self.buffers[b].shape.clone();
+                let zeros = vec![0; shape.len()];
+                self.dma
+                    .check_write(b, &zeros, &shape, "store into", op.loc)?;
                 self.buffers[b].data.clone_from(&v.data);
             }
             OpKind::LoadSlice { src, starts, sizes } => {
@@ -171,6 +182,7 @@ impl<'a> Machine<'a> {
                 let starts = self.starts(starts, op)?;
                 let buf = &self.buffers[b];
                 let starts = Self::window(op, &starts, sizes, &buf.shape, op.loc)?;
+                self.dma.check_read(b, &starts, sizes, op.loc)?;
                 let data = copy_window(&buf.data, &buf.shape, &starts, sizes);
                 let a = Array::new(buf.dtype, sizes.clone(), data);
                 self.set(op.results[0], a);
@@ -180,6 +192,8 @@ impl<'a> Machine<'a> {
                 let starts = self.starts(starts, op)?;
                 let buf = &mut self.buffers[b];
                 let starts = Self::window(op, &starts, &v.shape, &buf.shape, op.loc)?;
+                self.dma
+                    .check_write(b, &starts, &v.shape, "store into", op.loc)?;
                 paste_window(&mut buf.data, &buf.shape, &starts, &v.shape, &v.data);
             }
             OpKind::LoadElement { src, indices } => {
@@ -187,6 +201,7 @@ impl<'a> Machine<'a> {
                 let idx = self.starts(indices, op)?;
                 let buf = &self.buffers[b];
                 let idx = Self::window(op, &idx, &vec![1; idx.len()], &buf.shape, op.loc)?;
+                self.dma.check_read(b, &idx, &vec![1; idx.len()], op.loc)?;
                 let flat: usize = idx
                     .iter()
                     .zip(strides(&buf.shape))
@@ -204,12 +219,14 @@ impl<'a> Machine<'a> {
                 let idx = self.starts(indices, op)?;
                 let buf = &mut self.buffers[b];
                 let idx = Self::window(op, &idx, &vec![1; idx.len()], &buf.shape, op.loc)?;
+                self.dma
+                    .check_write(b, &idx, &vec![1; idx.len()], "store into", op.loc)?;
                 let flat: usize = idx
                     .iter()
-                    .zip(strides(&buf.shape))
+                    .zip(strides(&self.buffers[b].shape))
                     .map(|(i, s)| i * s)
                     .sum();
-                buf.data[flat] = v.scalar();
+                self.buffers[b].data[flat] = v.scalar();
             }
             OpKind::Unary { op: u, x } => {
                 let x = self.val(*x, op)?;
@@ -411,8 +428,47 @@ impl<'a> Machine<'a> {
                 }
                 self.bind(op, carried);
             }
+            OpKind::DmaStart(c) => {
+                let t = self.transfer(op, c)?;
+                self.dma.start(self.buffers, t, op.loc)?;
+            }
+            OpKind::DmaWait(c) => {
+                let t = self.transfer(op, c)?;
+                self.dma.wait(&t, op.loc)?;
+            }
         }
         Ok(())
+    }
+
+    /// Resolves a copy's refs, windows (bounds-checked) and semaphore index.
+    fn transfer(&self, op: &Operation, c: &DmaCopy) -> Res<Transfer> {
+        let (src, dst, sem) = (
+            self.buffer(c.src, op)?,
+            self.buffer(c.dst, op)?,
+            self.buffer(c.sem, op)?,
+        );
+        let starts = self.starts(&c.src_starts, op)?;
+        let src_starts = Self::window(op, &starts, &c.sizes, &self.buffers[src].shape, op.loc)?;
+        let starts = self.starts(&c.dst_starts, op)?;
+        let dst_starts = Self::window(op, &starts, &c.sizes, &self.buffers[dst].shape, op.loc)?;
+        let index = self.starts(std::slice::from_ref(&c.sem_index), op)?[0];
+        let count = self.buffers[sem].shape[0];
+        if index < 0 || index as usize >= count {
+            return Err(InterpError::Dma {
+                message: format!(
+                    "semaphore index {index} is out of range for an array of {count} semaphores"
+                ),
+                loc: op.loc,
+            });
+        }
+        Ok(Transfer {
+            src,
+            src_starts,
+            dst,
+            dst_starts,
+            sizes: c.sizes.clone(),
+            sem: (sem, index as usize),
+        })
     }
 
     fn bind(&mut self, op: &Operation, results: Vec<Rt>) {

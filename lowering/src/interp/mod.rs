@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 mod array;
+mod dma;
 mod error;
 mod eval;
 mod math;
@@ -112,7 +113,9 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
             starts.push(s);
         }
         let args = (0..buffers.len()).map(Rt::Ref).collect();
-        Machine::new(&program.body, &mut buffers, &program.grid, &step).call(args)?;
+        let mut machine = Machine::new(&program.body, &mut buffers, &program.grid, &step);
+        machine.call(args)?;
+        machine.dma.finish()?;
         for (k, o) in program.outputs.iter().enumerate() {
             let out = &mut outputs[k];
             paste_window(

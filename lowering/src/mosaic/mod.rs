@@ -17,6 +17,7 @@ mod body;
 pub mod checks;
 pub mod cost;
 pub mod custom_call;
+mod dma;
 mod elementwise;
 mod error;
 mod generation;

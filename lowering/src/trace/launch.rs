@@ -39,6 +39,7 @@ use super::block_spec::BlockSpec;
 use super::builder::{with, Session};
 use super::element::Element;
 use super::error::TraceError;
+use super::index::IndexValue;
 use super::refs::Prefetch;
 use super::tracer::KernelTracer;
 use super::value::{Scalar, Traced};
@@ -78,6 +79,21 @@ impl<E: Element> Smem<E> {
             dtype: E::DTYPE,
             shape: shape.into(),
             space: MemorySpace::Smem,
+        }
+    }
+}
+
+/// An array of `n` DMA semaphores (Pallas' `pltpu.SemaphoreType.DMA((n,))`), bound to a
+/// `&mut Scratch<i32>` param; `sems.sem(i)` names one for `async_copy`.
+pub struct DmaSemaphores;
+
+impl DmaSemaphores {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(n: usize) -> ScratchSpec {
+        ScratchSpec {
+            dtype: DType::I32,
+            shape: vec![n],
+            space: MemorySpace::Semaphore,
         }
     }
 }
@@ -498,7 +514,7 @@ impl Launch {
         let block = |o: &BlockOperand| Type::Ref {
             dtype: o.dtype,
             shape: o.ref_shape(),
-            space: MemorySpace::Vmem,
+            space: o.space,
         };
         let types: Vec<Type> = prefetch
             .iter()
@@ -556,7 +572,13 @@ fn block_operand(
     prefetch: &[PrefetchOperand],
 ) -> Result<BlockOperand, TraceError> {
     let what = format!("{role} `{}`", p.name);
-    let (block, loc) = (&spec.block_shape, spec.loc);
+    // An HBM operand is one whole-array block at index 0 (every step sees the same ref).
+    let whole = array.to_vec();
+    let block = match spec.space {
+        MemorySpace::Any => &whole,
+        _ => &spec.block_shape,
+    };
+    let loc = spec.loc;
     if block.len() != array.len() {
         return Err(TraceError::BlockRank {
             what,
@@ -604,7 +626,10 @@ fn block_operand(
     let (grid_args, prefetch_args) = args.split_at(grid.len());
     let indices: Vec<Scalar<i32>> = grid_args.iter().copied().map(Scalar::from_val).collect();
     let arrays: Vec<Prefetch<i32>> = prefetch_args.iter().copied().map(Prefetch::new).collect();
-    let results = (spec.map)(&indices, &arrays);
+    let results = match spec.space {
+        MemorySpace::Any => vec![IndexValue::Static(0); block.len()],
+        _ => (spec.map)(&indices, &arrays),
+    };
     if results.len() != block.len() {
         return Err(TraceError::IndexMapRank {
             what,
@@ -623,6 +648,7 @@ fn block_operand(
         block_shape: block.clone(),
         squeezed: spec.squeezed.clone(),
         index_map,
+        space: spec.space,
     })
 }
 

@@ -108,6 +108,7 @@ impl Matmul {
             || plan.scratch.len() != 1
             || !plan.prefetch.is_empty()
             || !plan.aliases.is_empty()
+            || plan.manual_dma
             || plan
                 .inputs
                 .iter()

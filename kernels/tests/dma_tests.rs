@@ -1,0 +1,353 @@
+//! HBM refs and manual DMA (Pallas' `memory_space=pl.ANY` and `pltpu.make_async_copy`): a
+//! kernel whose input and output stay in HBM copies row blocks into VMEM at offsets read
+//! from SMEM, adds 1 and copies them back. It runs on the interpreter and the XLA CPU plugin
+//! against an exact reference, its Mosaic verifies with jaxlib's tpu dialect, libtpu
+//! compiles it for v5e, v6e and tpu7x, and it has the structure Pallas emits for the same
+//! kernel. DMA misuse is reported at this file's lines.
+
+mod support;
+
+use rand::{Rng, SeedableRng};
+use std::process::Command;
+use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
+use tessera_lowering::prelude::*;
+use tessera_lowering::stablehlo::Form;
+use tessera_lowering::trace::KernelProgram;
+use tessera_lowering::HostTensor;
+use tessera_macros::tpu_kernel;
+use tessera_runtime::{Device, LaunchExt, RuntimeError, TpuTarget};
+
+const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
+const ROWS: usize = 8;
+const LANES: usize = 128;
+
+/// Step `i`: rows `starts[i] .. + 8` of `x` (HBM) into VMEM, plus 1, out to rows `8 i ..`
+/// of `o` (HBM). Two semaphores: one per direction.
+#[tpu_kernel]
+fn dma_rows(
+    starts: &Prefetch<i32>,
+    x: &Ref<f32>,
+    o: &mut RefMut<f32>,
+    buf: &mut Scratch<f32>,
+    sems: &mut Scratch<i32>,
+) {
+    let i = program_id(0);
+    let row = starts.load_scalar([i]);
+    let load = async_copy(x.at((row, 0), [ROWS, LANES]), buf.all(), sems.sem(0));
+    load.start();
+    load.wait();
+    buf.store(buf.load() + 1.0);
+    let out = i * ROWS as i32;
+    let back = async_copy(buf.all(), o.at((out, 0), [ROWS, LANES]), sems.sem(1));
+    back.start();
+    back.wait();
+}
+
+fn dma_launch(n: usize) -> Launch {
+    dma_rows::launch()
+        .grid([n])
+        .input(BlockSpec::any())
+        .output(BlockSpec::any(), [n * ROWS, LANES])
+        .scratch(Vmem::<f32>::new([ROWS, LANES]))
+        .scratch(DmaSemaphores::new(2))
+        .semantics([Arbitrary])
+}
+
+fn cpu() -> Device {
+    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
+}
+
+#[test]
+fn rows_copied_by_dma_at_prefetched_offsets_match_on_every_device() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let (n, v) = (5, 64);
+    let xs: Vec<f32> = (0..v * LANES).map(|_| rng.gen_range(-4.0..4.0)).collect();
+    let x = HostTensor::from_vec(vec![v, LANES], xs.clone());
+    // Any row offset (not only multiples of 8), repeats allowed.
+    let starts: Vec<i32> = (0..n)
+        .map(|_| rng.gen_range(0..=(v - ROWS) as i32))
+        .collect();
+    let starts_t = HostTensor::from_vec(vec![n], starts.clone());
+    // x + 1 is exact in f32 for these values.
+    let want: Vec<f64> = starts
+        .iter()
+        .flat_map(|&s| {
+            let s = s as usize * LANES;
+            xs[s..s + ROWS * LANES].iter().map(|&e| f64::from(e + 1.0))
+        })
+        .collect();
+    let launch = dma_launch(n);
+    let runs = [
+        ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),
+        (
+            "cpu auto",
+            launch.run_as(&cpu(), &[&starts_t, &x], Form::Auto),
+        ),
+        (
+            "cpu grid loop",
+            launch.run_as(&cpu(), &[&starts_t, &x], Form::GridLoop),
+        ),
+    ];
+    for (device, out) in runs {
+        let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
+        assert_eq!(out[0].to_f64_vec(), want, "{device}");
+    }
+}
+
+fn program() -> KernelProgram {
+    dma_launch(4)
+        .trace_program(&[(DType::I32, vec![4]), (DType::F32, vec![64, LANES])])
+        .expect("traces")
+}
+
+#[test]
+fn the_dma_kernel_lowers_to_enqueue_and_wait_on_hbm_refs() {
+    let m = lower_to_mosaic(&program(), TpuGeneration::V6e).expect("lowers");
+    let text = &m.readable;
+    for needle in [
+        "\"tpu.enqueue_dma\"",
+        "\"tpu.wait_dma2\"",
+        "\"tpu.memref_slice\"",
+        "\"tpu.memref_squeeze\"",
+        "memref<64x128xf32, #tpu.memory_space<any>>",
+        "memref<32x128xf32, #tpu.memory_space<any>>",
+        "memref<2x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>",
+        "window_params = [{}, {}]",
+    ] {
+        assert!(text.contains(needle), "{needle} in:\n{text}");
+    }
+}
+
+fn jax_tool(tool: &str, args: &[String]) -> Option<String> {
+    let py = support::jax_python()?;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tools")
+        .join(tool);
+    let out = support::output(Command::new(py).arg(path).args(args));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{tool}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(text)
+}
+
+fn write_module(name: &str, program: &KernelProgram) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("tessera-dma-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}.mlir"));
+    let m = lower_to_mosaic(program, TpuGeneration::V5e).unwrap();
+    std::fs::write(&file, &m.serialized).unwrap();
+    let path = file.to_string_lossy().to_string();
+    (dir, path)
+}
+
+#[test]
+fn the_dma_kernel_mosaic_verifies_with_jaxlib() {
+    let (dir, file) = write_module("verify", &program());
+    let Some(text) = jax_tool("check_mosaic.py", std::slice::from_ref(&file)) else {
+        return;
+    };
+    assert!(text.contains(": OK"), "{text}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn the_dma_kernel_has_the_structure_pallas_emits() {
+    let (dir, file) = write_module("pallas", &program());
+    let Some(ours) = jax_tool("pallas_structure.py", &["--module".into(), file.clone()]) else {
+        return;
+    };
+    let pallas = jax_tool(
+        "pallas_structure.py",
+        &["--dma".into(), "4".into(), "64".into()],
+    )
+    .expect("jax is there: the first call ran");
+    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
+    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
+    // Same grid, semantics, scalar prefetch, scratch count, argument types (the SMEM array,
+    // the two `any` memrefs, the VMEM buffer, the semaphore array) and windowless params.
+    assert_eq!(
+        ours[&file], pallas["dma"],
+        "Tessera (left) vs Pallas (right)"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn the_dma_kernel_compiles_with_libtpu_for_three_generations() {
+    for topology in TOPOLOGIES {
+        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
+        let out = target
+            .compile_program(&program())
+            .unwrap_or_else(|e| panic!("dma_rows on {topology}: {e}"));
+        assert!(out.code_bytes > 0, "{topology}");
+    }
+}
+
+// ---- misuse, each reported at the line marked in its kernel ----
+
+/// The line of this file holding `marker` (a comment in a kernel below).
+fn line_of(marker: &str) -> usize {
+    include_str!("dma_tests.rs")
+        .lines()
+        .position(|l| l.contains(marker) && !l.contains("line_of"))
+        .expect("marker in this file")
+        + 1
+}
+
+fn misuse_error(launch: Launch, inputs: &[&HostTensor]) -> String {
+    match launch.run(&Device::interp(), inputs) {
+        Ok(_) => panic!("expected an error"),
+        Err(e @ RuntimeError::Trace(_)) => e.to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn assert_at(message: &str, marker: &str, says: &str) {
+    let at = format!("dma_tests.rs:{}:", line_of(marker));
+    assert!(message.contains(&at), "expected {at} in: {message}");
+    assert!(message.contains(says), "expected `{says}` in: {message}");
+}
+
+#[tpu_kernel]
+fn reads_hbm(x: &Ref<f32>, o: &mut RefMut<f32>) {
+    o.store(x.load()); // misuse: reads hbm
+}
+
+#[tpu_kernel]
+fn waits_twice(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
+    let c = async_copy(x.all(), o.all(), sems.sem(0));
+    c.start();
+    c.wait();
+    c.wait(); // misuse: waits twice
+}
+
+#[tpu_kernel]
+fn waits_unstarted(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
+    let c = async_copy(x.all(), o.all(), sems.sem(0));
+    c.wait(); // misuse: never started
+}
+
+#[tpu_kernel]
+fn reads_before_wait(
+    x: &Ref<f32>,
+    o: &mut RefMut<f32>,
+    buf: &mut Scratch<f32>,
+    sems: &mut Scratch<i32>,
+) {
+    let c = async_copy(x.all(), buf.all(), sems.sem(0));
+    c.start();
+    o.store(buf.load()); // misuse: reads before wait
+    c.wait();
+}
+
+#[tpu_kernel]
+fn mismatched_windows(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
+    let c = async_copy(x.at((0, 0), [8, 128]), o.at((0, 0), [16, 128]), sems.sem(0)); // misuse: shapes
+    c.start();
+    c.wait();
+}
+
+#[tpu_kernel]
+fn semaphore_out_of_range(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
+    let c = async_copy(x.all(), o.all(), sems.sem(2));
+    c.start(); // misuse: semaphore 2 of 2
+    c.wait();
+}
+
+#[tpu_kernel]
+fn traced_semaphore_out_of_range(
+    k: &Prefetch<i32>,
+    x: &Ref<f32>,
+    o: &mut RefMut<f32>,
+    sems: &mut Scratch<i32>,
+) {
+    let c = async_copy(x.all(), o.all(), sems.sem(k.load_scalar([0])));
+    c.start(); // misuse: traced semaphore index
+    c.wait();
+}
+
+#[tpu_kernel]
+fn never_waited(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
+    let c = async_copy(x.all(), o.all(), sems.sem(0));
+    c.start(); // misuse: never waited
+}
+
+const SHAPE: [usize; 2] = [16, 128];
+
+fn hbm_copy(kernel: Launch, sems: usize) -> Launch {
+    kernel
+        .input(BlockSpec::any())
+        .output(BlockSpec::any(), SHAPE)
+        .scratch(DmaSemaphores::new(sems))
+}
+
+fn x() -> HostTensor {
+    HostTensor::zeros(DType::F32, SHAPE.to_vec())
+}
+
+#[test]
+fn reading_an_hbm_ref_directly_is_an_error_at_its_line() {
+    let launch = reads_hbm::launch()
+        .input(BlockSpec::any())
+        .output(BlockSpec::new(SHAPE, || [0, 0]), SHAPE);
+    let e = misuse_error(launch, &[&x()]);
+    assert_at(
+        &e,
+        "misuse: reads hbm",
+        "an HBM ref must be copied to VMEM by DMA before it is read",
+    );
+}
+
+#[test]
+fn a_dma_waited_twice_is_an_error_at_the_second_wait() {
+    let e = misuse_error(hbm_copy(waits_twice::launch(), 1), &[&x()]);
+    assert_at(&e, "misuse: waits twice", "waits twice");
+}
+
+#[test]
+fn a_wait_on_a_copy_never_started_is_an_error_at_the_wait() {
+    let e = misuse_error(hbm_copy(waits_unstarted::launch(), 1), &[&x()]);
+    assert_at(&e, "misuse: never started", "never started");
+}
+
+#[test]
+fn reading_a_dma_destination_before_the_wait_is_an_error_at_the_read() {
+    let launch = reads_before_wait::launch()
+        .input(BlockSpec::any())
+        .output(BlockSpec::new(SHAPE, || [0, 0]), SHAPE)
+        .scratch(Vmem::<f32>::new(SHAPE))
+        .scratch(DmaSemaphores::new(1));
+    let e = misuse_error(launch, &[&x()]);
+    assert_at(&e, "misuse: reads before wait", "before waiting");
+}
+
+#[test]
+fn a_dma_between_windows_of_different_shapes_is_an_error_at_the_copy() {
+    let e = misuse_error(hbm_copy(mismatched_windows::launch(), 1), &[&x()]);
+    assert_at(&e, "misuse: shapes", "a DMA copies one shape");
+}
+
+#[test]
+fn a_semaphore_index_out_of_range_is_an_error_at_its_line() {
+    let e = misuse_error(hbm_copy(semaphore_out_of_range::launch(), 2), &[&x()]);
+    assert_at(&e, "misuse: semaphore 2 of 2", "semaphore index");
+    let k = HostTensor::from_vec(vec![1], vec![3i32]);
+    let e = misuse_error(
+        hbm_copy(traced_semaphore_out_of_range::launch(), 2),
+        &[&k, &x()],
+    );
+    assert_at(
+        &e,
+        "misuse: traced semaphore index",
+        "semaphore index 3 is out of range for an array of 2",
+    );
+}
+
+#[test]
+fn a_copy_never_waited_for_is_an_error_at_its_start() {
+    let e = misuse_error(hbm_copy(never_waited::launch(), 1), &[&x()]);
+    assert_at(&e, "misuse: never waited", "never waited for");
+}
