@@ -101,6 +101,21 @@ fn program() -> KernelProgram {
 }
 
 #[test]
+fn the_ir_dump_shows_hbm_operands_and_dma_ops() {
+    let text = program().to_string();
+    for needle in [
+        "input x: f32[64, 128] in hbm",
+        "output o: f32[32, 128] in hbm",
+        "scratch sems: i32[2] in semaphore_mem",
+        "dma_start",
+        "dma_wait",
+        "sizes [8, 128] sem",
+    ] {
+        assert!(text.contains(needle), "{needle} in:\n{text}");
+    }
+}
+
+#[test]
 fn the_dma_kernel_lowers_to_enqueue_and_wait_on_hbm_refs() {
     let m = lower_to_mosaic(&program(), TpuGeneration::V6e).expect("lowers");
     let text = &m.readable;
