@@ -53,6 +53,122 @@ fn dma_launch(n: usize) -> Launch {
         .semantics([Arbitrary])
 }
 
+/// Step `i` doubles row block `starts[i]` of `x` (HBM, `[blocks, 8, 128]`), which step
+/// `i - 1` started copying into VMEM slot `i % 2`: the DMA for the next step is in flight
+/// while this one computes, across the grid step boundary (as Pallas kernels prefetch).
+#[tpu_kernel]
+fn prefetched_blocks(
+    starts: &Prefetch<i32>,
+    x: &Ref<f32>,
+    o: &mut RefMut<f32>,
+    buf: &mut Scratch<f32>,
+    sems: &mut Scratch<i32>,
+) {
+    let i = program_id(0);
+    if i.eq(0) {
+        fetch(starts, x, buf, sems, i).start();
+    }
+    if (i + 1).lt(num_programs(0)) {
+        fetch(starts, x, buf, sems, i + 1).start();
+    }
+    fetch(starts, x, buf, sems, i).wait();
+    let block = buf.load_slice((i % 2, 0, 0), [1, ROWS, LANES]);
+    o.store(block.reshape([ROWS, LANES]) * 2.0);
+}
+
+/// The copy of step `step`'s block into slot `step % 2`, on semaphore `step % 2`.
+#[track_caller]
+fn fetch(
+    starts: &Prefetch<i32>,
+    x: &Ref<f32>,
+    buf: &Scratch<f32>,
+    sems: &Scratch<i32>,
+    step: Scalar<i32>,
+) -> AsyncCopy<f32> {
+    let slot = step % 2;
+    let src = x.at((starts.load_scalar([step]), 0, 0), [1, ROWS, LANES]);
+    async_copy(src, buf.at((slot, 0, 0), [1, ROWS, LANES]), sems.sem(slot))
+}
+
+fn prefetched_launch(n: usize) -> Launch {
+    prefetched_blocks::launch()
+        .grid([n])
+        .input(BlockSpec::any())
+        .output(BlockSpec::new([ROWS, LANES], |i| (i, 0)), [n * ROWS, LANES])
+        .scratch(Vmem::<f32>::new([2, ROWS, LANES]))
+        .scratch(DmaSemaphores::new(2))
+        .semantics([Arbitrary])
+}
+
+#[test]
+fn blocks_prefetched_by_dma_across_grid_steps_match_on_every_device() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let (n, v) = (6, 5);
+    let xs: Vec<f32> = (0..v * ROWS * LANES)
+        .map(|_| rng.gen_range(-4.0..4.0))
+        .collect();
+    let x = HostTensor::from_vec(vec![v, ROWS, LANES], xs.clone());
+    let starts: Vec<i32> = (0..n).map(|_| rng.gen_range(0..v as i32)).collect();
+    let starts_t = HostTensor::from_vec(vec![n], starts.clone());
+    let block = ROWS * LANES;
+    let want: Vec<f64> = starts
+        .iter()
+        .flat_map(|&s| {
+            xs[s as usize * block..][..block]
+                .iter()
+                .map(|&e| f64::from(e * 2.0))
+        })
+        .collect();
+    let launch = prefetched_launch(n);
+    for (device, out) in [
+        ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),
+        ("cpu", launch.run(&cpu(), &[&starts_t, &x])),
+    ] {
+        let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
+        assert_eq!(out[0].to_f64_vec(), want, "{device}");
+    }
+    let program = launch
+        .trace_program(&[(DType::I32, vec![n]), (DType::F32, vec![v, ROWS, LANES])])
+        .expect("traces");
+    let (dir, file) = write_module("prefetched", &program);
+    if let Some(text) = jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
+        assert!(text.contains(": OK"), "{text}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+    for topology in TOPOLOGIES {
+        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
+        let out = target
+            .compile_program(&program)
+            .unwrap_or_else(|e| panic!("prefetched_blocks on {topology}: {e}"));
+        assert!(out.code_bytes > 0, "{topology}");
+    }
+}
+
+#[tpu_kernel]
+fn block_copy_left_in_flight(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
+    let c = async_copy(x.all(), o.all(), sems.sem(0));
+    c.start(); // misuse: pipelined block in flight
+    if program_id(0).gt(0) {
+        c.wait();
+    }
+}
+
+#[test]
+fn a_copy_into_a_pipelined_block_left_in_flight_across_steps_is_an_error() {
+    let launch = block_copy_left_in_flight::launch()
+        .grid([2])
+        .input(BlockSpec::any())
+        .output(BlockSpec::new(SHAPE, |_| [0, 0]), SHAPE)
+        .scratch(DmaSemaphores::new(1))
+        .semantics([Arbitrary]);
+    let e = misuse_error(launch, &[&x()]);
+    assert_at(
+        &e,
+        "misuse: pipelined block in flight",
+        "still in flight at the end of its grid step",
+    );
+}
+
 fn cpu() -> Device {
     Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
 }

@@ -2,8 +2,11 @@
 //! moves its elements when it starts (the CPU forms do the same), and until its wait the
 //! destination window may not be read or written and the source window may not be written.
 //! A wait must match a started copy (same refs, windows and semaphore); a second wait, a
-//! wait on a copy never started, and a copy still in flight when the grid step ends are
-//! errors at the user's line.
+//! wait on a copy never started, and a copy never waited for by the end of the grid are
+//! errors at the user's line. A copy may stay in flight across grid steps (prefetching the
+//! next step's data, as Pallas kernels do) only between scratch buffers and HBM refs: the
+//! pipelined blocks of the other operands are swapped between steps, so a copy into or out
+//! of one must be waited for in its own step.
 
 use super::array::Array;
 use super::error::InterpError;
@@ -152,13 +155,32 @@ impl DmaState {
         Ok(())
     }
 
-    /// At the end of a grid step every copy has been waited for.
+    /// At the end of a grid step: no copy in flight touches a pipelined block (`pipelined`
+    /// says which buffers are).
+    pub fn end_step(&self, pipelined: impl Fn(usize) -> bool) -> Result<(), InterpError> {
+        match self
+            .in_flight
+            .iter()
+            .find(|(t, _)| pipelined(t.src) || pipelined(t.dst))
+        {
+            None => Ok(()),
+            Some((_, at)) => Err(race(
+                "this DMA into or out of a pipelined block is still in flight at the end of its \
+                 grid step: wait for it in the same step (only copies between scratch buffers \
+                 and HBM refs may stay in flight across steps)"
+                    .into(),
+                *at,
+            )),
+        }
+    }
+
+    /// At the end of the grid every copy has been waited for.
     pub fn finish(&self) -> Result<(), InterpError> {
         match self.in_flight.first() {
             None => Ok(()),
             Some((_, at)) => Err(race(
-                "this DMA is never waited for: every started copy needs a `.wait()` in the \
-                 same grid step"
+                "this DMA is never waited for: every started copy needs a `.wait()` before \
+                 the kernel ends"
                     .into(),
                 *at,
             )),

@@ -20,8 +20,9 @@ mod ops;
 pub use error::InterpError;
 
 use crate::host::HostTensor;
-use crate::ir::{BlockOperand, KernelProgram};
+use crate::ir::{BlockOperand, KernelProgram, MemorySpace};
 use array::Array;
+use dma::DmaState;
 use eval::{Machine, Rt};
 use ops::{copy_window, paste_window};
 use std::rc::Rc;
@@ -103,6 +104,9 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
         .collect();
     let ni = program.inputs.len();
 
+    // DMAs may stay in flight from one grid step to the next (see `dma.rs`).
+    let mut dma = DmaState::default();
+    let operands: Vec<&BlockOperand> = program.inputs.iter().chain(&program.outputs).collect();
     let mut step = vec![0usize; program.grid.len()];
     for _ in 0..program.num_steps() {
         let mut starts = Vec::new();
@@ -114,8 +118,13 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
         }
         let args = (0..buffers.len()).map(Rt::Ref).collect();
         let mut machine = Machine::new(&program.body, &mut buffers, &program.grid, &step);
+        machine.dma = std::mem::take(&mut dma);
         machine.call(args)?;
-        machine.dma.finish()?;
+        dma = std::mem::take(&mut machine.dma);
+        dma.end_step(|b| {
+            let operand = b.checked_sub(np).and_then(|k| operands.get(k));
+            operand.is_some_and(|o| o.space != MemorySpace::Any)
+        })?;
         for (k, o) in program.outputs.iter().enumerate() {
             let out = &mut outputs[k];
             paste_window(
@@ -128,6 +137,7 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
         }
         advance(&mut step, &program.grid);
     }
+    dma.finish()?;
     Ok(outputs
         .into_iter()
         .map(|a| HostTensor::from_f64(a.dtype, a.shape, &a.data))
