@@ -144,6 +144,101 @@ fn blocks_prefetched_by_dma_across_grid_steps_match_on_every_device() {
     }
 }
 
+/// `dma_rows` with a blocked output and its VMEM buffer and DMA semaphore scoped to the body
+/// (Pallas' `run_scoped`); the buffer's contents leave the scope as its result.
+#[tpu_kernel]
+fn scoped_rows(starts: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
+    let row = starts.load_scalar([program_id(0)]);
+    let block = run_scoped(Vmem::<f32>::new([ROWS, LANES]), |buf: Scratch<f32>| {
+        run_scoped(DmaSemaphores::new(1), |sems: Scratch<i32>| {
+            let load = async_copy(x.at((row, 0), [ROWS, LANES]), buf.all(), sems.sem(0));
+            load.start();
+            load.wait();
+        });
+        buf.load()
+    });
+    o.store(block + 1.0);
+}
+
+#[test]
+fn scoped_scratch_rows_match_on_every_device_and_compile_for_tpus() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    let (n, v) = (4, 40);
+    let xs: Vec<f32> = (0..v * LANES).map(|_| rng.gen_range(-4.0..4.0)).collect();
+    let x = HostTensor::from_vec(vec![v, LANES], xs.clone());
+    let starts: Vec<i32> = (0..n)
+        .map(|_| rng.gen_range(0..=(v - ROWS) as i32))
+        .collect();
+    let starts_t = HostTensor::from_vec(vec![n], starts.clone());
+    let want: Vec<f64> = starts
+        .iter()
+        .flat_map(|&s| {
+            let s = s as usize * LANES;
+            xs[s..s + ROWS * LANES].iter().map(|&e| f64::from(e + 1.0))
+        })
+        .collect();
+    let launch = scoped_rows::launch()
+        .grid([n])
+        .input(BlockSpec::any())
+        .output(BlockSpec::new([ROWS, LANES], |i| (i, 0)), [n * ROWS, LANES]);
+    for (device, out) in [
+        ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),
+        ("cpu", launch.run(&cpu(), &[&starts_t, &x])),
+    ] {
+        let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
+        assert_eq!(out[0].to_f64_vec(), want, "{device}");
+    }
+    let program = launch
+        .trace_program(&[(DType::I32, vec![n]), (DType::F32, vec![v, LANES])])
+        .expect("traces");
+    let m = lower_to_mosaic(&program, TpuGeneration::V6e).expect("lowers");
+    for needle in [
+        "\"tpu.region\"",
+        "\"memref.alloca\"",
+        "\"tpu.sem_alloc\"",
+        "\"tpu.yield\"",
+    ] {
+        assert!(m.readable.contains(needle), "{needle} in:\n{}", m.readable);
+    }
+    let (dir, file) = write_module("scoped", &program);
+    if let Some(text) = jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
+        assert!(text.contains(": OK"), "{text}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+    for topology in TOPOLOGIES {
+        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
+        let out = target
+            .compile_program(&program)
+            .unwrap_or_else(|e| panic!("scoped_rows on {topology}: {e}"));
+        assert!(out.code_bytes > 0, "{topology}");
+    }
+}
+
+#[tpu_kernel]
+fn scope_ends_in_flight(x: &Ref<f32>, o: &mut RefMut<f32>) {
+    // misuse: the next line's scope ends in flight
+    run_scoped(DmaSemaphores::new(1), |sems: Scratch<i32>| {
+        async_copy(x.all(), o.all(), sems.sem(0)).start();
+    });
+}
+
+#[test]
+fn a_dma_on_scoped_scratch_in_flight_when_the_scope_ends_is_an_error() {
+    let launch = scope_ends_in_flight::launch()
+        .input(BlockSpec::any())
+        .output(BlockSpec::any(), SHAPE);
+    let e = misuse_error(launch, &[&x()]);
+    let at = format!(
+        "dma_tests.rs:{}:",
+        line_of("misuse: the next line's scope") + 1
+    );
+    assert!(e.contains(&at), "expected {at} in: {e}");
+    assert!(
+        e.contains("still in flight when the `run_scoped` region ends"),
+        "{e}"
+    );
+}
+
 #[tpu_kernel]
 fn block_copy_left_in_flight(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
     let c = async_copy(x.all(), o.all(), sems.sem(0));

@@ -8,9 +8,7 @@
 //! pipelined blocks of the other operands are swapped between steps, so a copy into or out
 //! of one must be waited for in its own step.
 
-use super::array::Array;
 use super::error::InterpError;
-use super::ops::{copy_window, paste_window};
 use crate::ir::Loc;
 
 /// One copy, resolved: buffer indices and element windows.
@@ -45,12 +43,8 @@ fn overlaps(a_starts: &[usize], b_starts: &[usize], a_sizes: &[usize], b_sizes: 
 }
 
 impl DmaState {
-    pub fn start(
-        &mut self,
-        buffers: &mut [Array],
-        t: Transfer,
-        loc: Loc,
-    ) -> Result<(), InterpError> {
+    /// Checks that `t` may start now (the caller then moves the data and calls `started`).
+    pub fn start(&self, t: &Transfer, loc: Loc) -> Result<(), InterpError> {
         if let Some((_, at)) = self.in_flight.iter().find(|(p, _)| p.sem == t.sem) {
             return Err(race(
                 format!(
@@ -61,20 +55,13 @@ impl DmaState {
                 loc,
             ));
         }
-        self.check_write(t.dst, &t.dst_starts, &t.sizes, "start a DMA into", loc)?;
-        let (src, dst) = (&buffers[t.src], &buffers[t.dst]);
-        let data = copy_window(&src.data, &src.shape, &t.src_starts, &t.sizes);
-        let shape = dst.shape.clone();
-        paste_window(
-            &mut buffers[t.dst].data,
-            &shape,
-            &t.dst_starts,
-            &t.sizes,
-            &data,
-        );
+        self.check_write(t.dst, &t.dst_starts, &t.sizes, "start a DMA into", loc)
+    }
+
+    /// Records `t` as in flight.
+    pub fn started(&mut self, t: Transfer, loc: Loc) {
         self.waited.retain(|(w, _)| *w != t);
         self.in_flight.push((t, loc));
-        Ok(())
     }
 
     pub fn wait(&mut self, t: &Transfer, loc: Loc) -> Result<(), InterpError> {
@@ -172,6 +159,28 @@ impl DmaState {
                 *at,
             )),
         }
+    }
+
+    /// At the end of a `run_scoped` region: no copy in flight touches its buffers
+    /// (`scoped` says which are), which are freed now.
+    pub fn end_scope(
+        &mut self,
+        scoped: impl Fn(usize) -> bool,
+        loc: Loc,
+    ) -> Result<(), InterpError> {
+        let uses = |t: &Transfer| scoped(t.src) || scoped(t.dst) || scoped(t.sem.0);
+        if let Some((_, at)) = self.in_flight.iter().find(|(t, _)| uses(t)) {
+            return Err(race(
+                format!(
+                    "the DMA started at {at} uses scoped scratch and is still in flight when the \
+                     `run_scoped` region ends; wait for it inside the region"
+                ),
+                loc,
+            ));
+        }
+        // Their indices are reused by the next scope.
+        self.waited.retain(|(t, _)| !uses(t));
+        Ok(())
     }
 
     /// At the end of the grid every copy has been waited for.

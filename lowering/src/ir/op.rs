@@ -243,6 +243,12 @@ pub enum OpKind {
         cond: Region,
         body: Region,
     },
+    /// Scoped scratch (Pallas' `pl.run_scoped`): `body`'s args are refs allocated for the
+    /// region only (VMEM, SMEM or DMA semaphores, contents undefined on entry); it yields the
+    /// op's results.
+    RunScoped {
+        body: Region,
+    },
     /// Starts `copy`; its destination may not be read (nor its source written) until the
     /// matching `DmaWait`.
     DmaStart(DmaCopy),
@@ -294,6 +300,7 @@ impl OpKind {
             OpKind::If { .. } => "if",
             OpKind::Fori { .. } => "fori",
             OpKind::While { .. } => "while",
+            OpKind::RunScoped { .. } => "run_scoped",
             OpKind::DmaStart(_) => "dma_start",
             OpKind::DmaWait(_) => "dma_wait",
         }
@@ -355,6 +362,7 @@ impl OpKind {
                 [*lo, *hi].into_iter().chain(init.iter().copied()).collect()
             }
             OpKind::While { init, .. } => init.clone(),
+            OpKind::RunScoped { .. } => vec![],
             OpKind::DmaStart(c) | OpKind::DmaWait(c) => c.operands(),
         }
     }
@@ -368,6 +376,7 @@ impl OpKind {
             } => vec![then_region, else_region],
             OpKind::Fori { body, .. } => vec![body],
             OpKind::While { cond, body, .. } => vec![cond, body],
+            OpKind::RunScoped { body } => vec![body],
             _ => vec![],
         }
     }

@@ -426,6 +426,21 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             }
             Ok(())
         }
+        OpKind::RunScoped { body } => {
+            for (i, a) in body.args.iter().enumerate() {
+                match ty(*a)? {
+                    Type::Ref { space, .. } if *space != MemorySpace::Any => {}
+                    t => {
+                        return Err(format!(
+                            "scoped buffer #{i} has type {t}; scoped scratch is a VMEM, SMEM or \
+                             semaphore ref"
+                        ))
+                    }
+                }
+            }
+            let yields: Vec<&Type> = results.clone();
+            region_yields(body, &yields, types, "body")
+        }
         OpKind::DmaStart(c) | OpKind::DmaWait(c) => {
             one(0)?;
             check_dma(c, types)

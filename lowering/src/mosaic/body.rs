@@ -217,6 +217,7 @@ impl<'a> Lower<'a> {
             } => self.if_op(op, *cond, then_region, else_region)?,
             OpKind::Fori { lo, hi, init, body } => self.fori(op, *lo, *hi, init, body)?,
             OpKind::While { init, cond, body } => self.while_op(op, init, cond, body)?,
+            OpKind::RunScoped { body } => self.run_scoped(op, body)?,
             OpKind::DmaStart(c) => self.dma(op, c, true).map(|()| Vec::new())?,
             OpKind::DmaWait(c) => self.dma(op, c, false).map(|()| Vec::new())?,
         };

@@ -241,8 +241,39 @@ pub fn vmem_usage(program: &KernelProgram) -> VmemUsage {
         .iter()
         .filter(|s| s.space == MemorySpace::Vmem)
         .map(|s| bytes(s.dtype, &s.shape))
-        .sum();
+        .sum::<usize>()
+        + scoped_vmem(&program.body, &program.body.body);
     VmemUsage { windows, scratch }
+}
+
+/// VMEM of every `run_scoped` buffer in `r` (an upper bound: sibling scopes could share).
+fn scoped_vmem(f: &Func, r: &Region) -> usize {
+    r.ops
+        .iter()
+        .map(|op| {
+            let own: usize = match &op.kind {
+                crate::ir::OpKind::RunScoped { body } => body
+                    .args
+                    .iter()
+                    .map(|a| match f.ty(*a) {
+                        crate::ir::Type::Ref {
+                            dtype,
+                            shape,
+                            space: MemorySpace::Vmem,
+                        } => dtype.size_bytes() * shape.iter().product::<usize>(),
+                        _ => 0,
+                    })
+                    .sum(),
+                _ => 0,
+            };
+            own + op
+                .kind
+                .regions()
+                .into_iter()
+                .map(|inner| scoped_vmem(f, inner))
+                .sum::<usize>()
+        })
+        .sum()
 }
 
 #[cfg(test)]

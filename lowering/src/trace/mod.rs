@@ -52,7 +52,8 @@ pub use arith::{maximum, minimum};
 pub use block_spec::{BlockSpec, IndexMapFn};
 pub use builder::Val;
 pub use control::{
-    __fori, __if_else, __while, fori_loop, when, while_loop, Carry, CarryLeaf, IntoCond, RustValue,
+    __fori, __if_else, __while, fori_loop, run_scoped, when, while_loop, Carry, CarryLeaf,
+    IntoCond, RustValue,
 };
 pub use dma::{async_copy, AsyncCopy, DmaSemaphore, RefWindow};
 pub use dot::{dot, dot_general, dot_i8, dot_t};

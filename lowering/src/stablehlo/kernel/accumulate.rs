@@ -318,7 +318,7 @@ impl<'p> Eval<'p> {
                 self.refs.insert(*dst, Sym::Other);
                 return Some(());
             }
-            OpKind::Fori { body, .. } | OpKind::While { body, .. } => {
+            OpKind::Fori { body, .. } | OpKind::While { body, .. } | OpKind::RunScoped { body } => {
                 for r in super::body::stored_refs(body) {
                     self.refs.insert(r, Sym::Other);
                 }

@@ -352,6 +352,20 @@ impl<'a> BodyEmitter<'a> {
                 return self.write_batched(f, op, c.dst, &c.dst_starts, w);
             }
             OpKind::DmaWait(_) => return Ok(()),
+            // Scoped buffers are zeroed tensors for the region's ops, which run inline.
+            OpKind::RunScoped { body } => {
+                for a in &body.args {
+                    let t = self.func.ty(*a);
+                    let zeros = f.full(TensorType::new(t.shape().to_vec(), t.dtype()), 0.0)?;
+                    self.set_ref(*a, zeros, Vec::new());
+                }
+                self.emit_ops(f, &body.ops)?;
+                for (r, y) in op.results.iter().zip(&body.yields) {
+                    let v = self.get(*y)?;
+                    self.vals.insert(*r, v);
+                }
+                return Ok(());
+            }
         };
         let id = op
             .results
@@ -738,6 +752,12 @@ pub(super) fn stored_refs(region: &Region) -> BTreeSet<ValueId> {
             | OpKind::DmaStart(crate::ir::DmaCopy { dst, .. }) => {
                 out.insert(*dst);
             }
+            // Its own buffers die with it; what it writes outside is carried like a loop's.
+            OpKind::RunScoped { body } => out.extend(
+                stored_refs(body)
+                    .into_iter()
+                    .filter(|r| !body.args.contains(r)),
+            ),
             k => k
                 .regions()
                 .into_iter()

@@ -394,6 +394,7 @@ impl Fold<'_> {
             | OpKind::If { .. }
             | OpKind::Fori { .. }
             | OpKind::While { .. }
+            | OpKind::RunScoped { .. }
             | OpKind::DmaStart(_)
             | OpKind::DmaWait(_) => return Err(Stop::Unfoldable),
         };

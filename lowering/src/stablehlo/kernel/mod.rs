@@ -152,8 +152,10 @@ fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
 
 fn has_dma(r: &crate::ir::Region) -> bool {
     r.ops.iter().any(|op| {
-        matches!(op.kind, OpKind::DmaStart(_) | OpKind::DmaWait(_))
-            || op.kind.regions().into_iter().any(has_dma)
+        matches!(
+            op.kind,
+            OpKind::DmaStart(_) | OpKind::DmaWait(_) | OpKind::RunScoped { .. }
+        ) || op.kind.regions().into_iter().any(has_dma)
     })
 }
 
