@@ -239,6 +239,82 @@ fn a_dma_on_scoped_scratch_in_flight_when_the_scope_ends_is_an_error() {
     );
 }
 
+/// A KV-cache append in place: the cache stays in HBM, aliased input -> output, and step
+/// `i` copies its new row block (a pipelined VMEM block) by DMA to rows `pos[i] ..` of the
+/// cache; rows no step writes keep their values.
+#[tpu_kernel]
+fn append_rows(
+    pos: &Prefetch<i32>,
+    new: &Ref<f32>,
+    _cache: &Ref<f32>,
+    out: &mut RefMut<f32>,
+    sems: &mut Scratch<i32>,
+) {
+    let at = pos.load_scalar([program_id(0)]);
+    let c = async_copy(new.all(), out.at((at, 0), [ROWS, LANES]), sems.sem(0));
+    c.start();
+    c.wait();
+}
+
+#[test]
+fn an_in_place_cache_append_by_dma_keeps_unwritten_rows_on_every_device() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(21);
+    let (n, rows) = (3, 64);
+    let cache: Vec<f32> = (0..rows * LANES)
+        .map(|_| rng.gen_range(-4.0..4.0))
+        .collect();
+    let new: Vec<f32> = (0..n * ROWS * LANES)
+        .map(|_| rng.gen_range(-4.0..4.0))
+        .collect();
+    // Distinct, unaligned positions that do not overlap.
+    let pos = vec![3i32, 20, 41];
+    let mut want: Vec<f64> = cache.iter().map(|&e| f64::from(e)).collect();
+    for (i, &p) in pos.iter().enumerate() {
+        let (dst, src) = (p as usize * LANES, i * ROWS * LANES);
+        for e in 0..ROWS * LANES {
+            want[dst + e] = f64::from(new[src + e]);
+        }
+    }
+    let inputs = [
+        HostTensor::from_vec(vec![n], pos),
+        HostTensor::from_vec(vec![n * ROWS, LANES], new),
+        HostTensor::from_vec(vec![rows, LANES], cache),
+    ];
+    let refs: Vec<&HostTensor> = inputs.iter().collect();
+    let launch = append_rows::launch()
+        .grid([n])
+        .input(BlockSpec::new([ROWS, LANES], |i| (i, 0)))
+        .input(BlockSpec::any())
+        .output(BlockSpec::any(), [rows, LANES])
+        .alias(1, 0)
+        .scratch(DmaSemaphores::new(1))
+        .semantics([Arbitrary]);
+    for (device, out) in [
+        ("interp", launch.run(&Device::interp(), &refs)),
+        ("cpu", launch.run(&cpu(), &refs)),
+    ] {
+        let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
+        assert_eq!(out[0].to_f64_vec(), want, "{device}");
+    }
+    let types: Vec<(DType, Vec<usize>)> = inputs
+        .iter()
+        .map(|t| (t.dtype(), t.shape().to_vec()))
+        .collect();
+    let program = launch.trace_program(&types).expect("traces");
+    let (dir, file) = write_module("append", &program);
+    if let Some(text) = jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
+        assert!(text.contains(": OK"), "{text}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+    for topology in TOPOLOGIES {
+        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
+        let out = target
+            .compile_program(&program)
+            .unwrap_or_else(|e| panic!("append_rows on {topology}: {e}"));
+        assert!(out.code_bytes > 0, "{topology}");
+    }
+}
+
 #[tpu_kernel]
 fn block_copy_left_in_flight(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
     let c = async_copy(x.all(), o.all(), sems.sem(0));
