@@ -6,6 +6,7 @@
 //! accumulates in f32, and every block and slice is bounds-checked. Integers are exact up
 //! to 2^53. Outputs start as NaN (floats) or 0, so blocks a kernel never writes show up.
 //! Scalar-prefetch arrays are the first inputs; the body and every index map see them whole.
+//! HBM operands are one whole-array block; manual DMAs are checked for races (`dma.rs`).
 
 // Errors are cold and carry the shapes a user needs to see; their size does not matter.
 #![allow(clippy::result_large_err)]

@@ -23,10 +23,12 @@
 //! * `aliases: Vec<(usize, usize)>`: `.alias(input, output)` pairs (in-place outputs)
 //! * `grid: Vec<usize>`, `semantics: Vec<DimensionSemantics>` (one per grid axis)
 //! * `inputs`, `outputs: Vec<BlockOperand>`: `name`, `dtype`, `array_shape`, `block_shape`,
-//!   `squeezed` (`.squeeze([..])`: size-1 block dims the body's ref lacks), `index_map:
-//!   ir::Func` (grid rank `i32` params, then the prefetch refs -> block rank `i32` results,
+//!   `space` (`Vmem`, or `Any` for `BlockSpec::any()`: left in HBM, the whole array, reached
+//!   by `async_copy` only), `squeezed` (`.squeeze([..])`: size-1 block dims the body's ref
+//!   lacks), `index_map: ir::Func` (grid rank `i32` params, then the prefetch refs -> block rank `i32` results,
 //!   in blocks; evaluated over the whole grid here, unless it reads prefetch data)
-//! * `scratch: Vec<ScratchBuffer>`: `name`, `dtype`, `shape`, `space` (Vmem or Smem)
+//! * `scratch: Vec<ScratchBuffer>`: `name`, `dtype`, `shape`, `space` (Vmem, Smem, or
+//!   Semaphore for `DmaSemaphores::new(n)`)
 //! * `structural_hash() -> u64`, `num_steps()`, `Display` (a full text dump)
 //! * the TPU rules (tiling, 64-bit types, VMEM, reduction axes) live with the Mosaic lowering:
 //!   `mosaic::check_program(&program, generation)`
