@@ -546,6 +546,30 @@ fn reads_before_wait(
 }
 
 #[tpu_kernel]
+fn writes_source_in_flight(
+    _x: &Ref<f32>,
+    o: &mut RefMut<f32>,
+    buf: &mut Scratch<f32>,
+    sems: &mut Scratch<i32>,
+) {
+    buf.store(1.0);
+    let c = async_copy(buf.all(), o.all(), sems.sem(0));
+    c.start();
+    buf.store(2.0); // misuse: writes source in flight
+    c.wait();
+}
+
+#[tpu_kernel]
+fn reuses_busy_semaphore(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
+    let first = async_copy(x.at((0, 0), [8, 128]), o.at((0, 0), [8, 128]), sems.sem(0));
+    let second = async_copy(x.at((8, 0), [8, 128]), o.at((8, 0), [8, 128]), sems.sem(0));
+    first.start();
+    second.start(); // misuse: busy semaphore
+    first.wait();
+    second.wait();
+}
+
+#[tpu_kernel]
 fn mismatched_windows(x: &Ref<f32>, o: &mut RefMut<f32>, sems: &mut Scratch<i32>) {
     let c = async_copy(x.at((0, 0), [8, 128]), o.at((0, 0), [16, 128]), sems.sem(0)); // misuse: shapes
     c.start();
@@ -624,6 +648,27 @@ fn reading_a_dma_destination_before_the_wait_is_an_error_at_the_read() {
         .scratch(DmaSemaphores::new(1));
     let e = misuse_error(launch, &[&x()]);
     assert_at(&e, "misuse: reads before wait", "before waiting");
+}
+
+#[test]
+fn writing_a_dma_source_before_the_wait_is_an_error_at_the_write() {
+    let launch = writes_source_in_flight::launch()
+        .input(BlockSpec::any())
+        .output(BlockSpec::any(), SHAPE)
+        .scratch(Vmem::<f32>::new(SHAPE))
+        .scratch(DmaSemaphores::new(1));
+    let e = misuse_error(launch, &[&x()]);
+    assert_at(
+        &e,
+        "misuse: writes source in flight",
+        "while it is in flight",
+    );
+}
+
+#[test]
+fn a_second_copy_on_a_busy_semaphore_is_an_error_at_its_start() {
+    let e = misuse_error(hbm_copy(reuses_busy_semaphore::launch(), 1), &[&x()]);
+    assert_at(&e, "misuse: busy semaphore", "already has a copy in flight");
 }
 
 #[test]
