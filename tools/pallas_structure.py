@@ -4,16 +4,17 @@
 Usage:
   pallas_structure.py [--add M N BM BN] [--matmul M N K B] [--softmax M N BM]
                       [--gather N_OUT V] [--bmm B M K N] [--gmm M K N G] [--dma N_OUT V]
-                      [--paged BATCH WIDTH POOL] [--dtype D]
+                      [--paged BATCH WIDTH POOL] [--scoped N_OUT V] [--dtype D]
       Lowers the Pallas equivalents of Tessera's add, matmul (f32 VMEM accumulator, k axis
       `arbitrary`), row softmax, a row-block gather by scalar-prefetched indices
       (`PrefetchScalarGridSpec`), a batched matmul with a squeezed (`None`) batch dim and a
       grouped matmul over ragged groups (group offsets by scalar prefetch, 8x128 output
       blocks) and a manual-DMA row copy (input and output in HBM via `pl.ANY`, rows at
       scalar-prefetched offsets copied by `make_async_copy`) and a paged-attention decode step
-      (K/V pages in HBM copied by double-buffered DMA) for TPU -- no TPU needed -- and prints
-      one JSON object
-      {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S, "gmm": S, "dma": S, "paged": S}.
+      (K/V pages in HBM copied by double-buffered DMA) and the row copy with `run_scoped`
+      scratch, for TPU -- no TPU needed -- and prints one JSON object
+      {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S, "gmm": S, "dma": S,
+       "paged": S, "scoped": S}.
   pallas_structure.py --module FILE [FILE ...]
       Prints {FILE: S} for Mosaic modules as text (serialized or readable), e.g. Tessera's.
 
@@ -251,6 +252,31 @@ def paged(batch, width, pool, dtype):
                   jax.ShapeDtypeStruct((pool, p, d), dtype)]
 
 
+def scoped(n_out, v, dtype):
+    # Like `dma`, with a blocked output and the VMEM buffer and DMA semaphore allocated by
+    # run_scoped inside the body (no scratch operands).
+    def kernel(starts_ref, x_hbm, o_ref):
+        row = starts_ref[pl.program_id(0)]
+
+        def body(buf, sem):
+            copy = pltpu.make_async_copy(x_hbm.at[pl.ds(row, 8)], buf, sem)
+            copy.start()
+            copy.wait()
+            o_ref[...] = buf[...] + 1
+
+        pl.run_scoped(body, pltpu.VMEM((8, 128), dtype), pltpu.SemaphoreType.DMA)
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1,
+        grid=(n_out,),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec((8, 128), lambda i, starts: (i, 0)),
+    )
+    call = pl.pallas_call(kernel, grid_spec=grid_spec, out_shape=jax.ShapeDtypeStruct((n_out * 8, 128), dtype),
+                          compiler_params=parallel(1))
+    return call, [jax.ShapeDtypeStruct((n_out,), jnp.int32), jax.ShapeDtypeStruct((v, 128), dtype)]
+
+
 def mosaic_body(call, args):
     """The Mosaic module bytes inside the lowered tpu_custom_call."""
     text = jax.jit(call).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
@@ -326,6 +352,7 @@ def main(argv):
     ap.add_argument("--bmm", nargs=4, type=int, default=[3, 128, 256, 128], metavar=("B", "M", "K", "N"))
     ap.add_argument("--gmm", nargs=4, type=int, default=[64, 128, 256, 4], metavar=("M", "K", "N", "G"))
     ap.add_argument("--dma", nargs=2, type=int, default=[4, 64], metavar=("N_OUT", "V"))
+    ap.add_argument("--scoped", nargs=2, type=int, default=[4, 40], metavar=("N_OUT", "V"))
     ap.add_argument("--paged", nargs=3, type=int, default=[2, 4, 6], metavar=("BATCH", "WIDTH", "POOL"))
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--module", nargs="+", metavar="FILE")
@@ -335,7 +362,8 @@ def main(argv):
     else:
         dtype = jnp.dtype(a.dtype)
         kernels = {"add": add(*a.add, dtype), "matmul": matmul(*a.matmul, dtype), "softmax": softmax(*a.softmax, dtype),
-                   "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype), "gmm": gmm(*a.gmm, dtype), "dma": dma(*a.dma, dtype), "paged": paged(*a.paged, dtype)}
+                   "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype), "gmm": gmm(*a.gmm, dtype), "dma": dma(*a.dma, dtype), "paged": paged(*a.paged, dtype),
+                   "scoped": scoped(*a.scoped, dtype)}
         out = {name: structure(mosaic_body(call, args)) for name, (call, args) in kernels.items()}
     print(json.dumps(out, indent=1, sort_keys=True))
     return 0

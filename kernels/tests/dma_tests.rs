@@ -160,6 +160,36 @@ fn scoped_rows(starts: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(block + 1.0);
 }
 
+fn scoped_launch(n: usize) -> Launch {
+    scoped_rows::launch()
+        .grid([n])
+        .input(BlockSpec::any())
+        .output(BlockSpec::new([ROWS, LANES], |i| (i, 0)), [n * ROWS, LANES])
+}
+
+#[test]
+fn scoped_scratch_has_the_structure_pallas_emits() {
+    let program = scoped_launch(4)
+        .trace_program(&[(DType::I32, vec![4]), (DType::F32, vec![40, LANES])])
+        .expect("traces");
+    let (dir, file) = write_module("scoped-pallas", &program);
+    let Some(ours) = jax_tool("pallas_structure.py", &["--module".into(), file.clone()]) else {
+        return;
+    };
+    let args: Vec<String> = ["--scoped", "4", "40"].map(String::from).to_vec();
+    let pallas = jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
+    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
+    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
+    // No scratch operands (the buffer and semaphore live in the body's `tpu.region`), the
+    // HBM input without a window, the output's window and index map.
+    assert_eq!(
+        ours[&file], pallas["scoped"],
+        "Tessera (left) vs Pallas (right)"
+    );
+    assert_eq!(pallas["scoped"]["scratch_operands"], 0);
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn scoped_scratch_rows_match_on_every_device_and_compile_for_tpus() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(13);
@@ -177,10 +207,7 @@ fn scoped_scratch_rows_match_on_every_device_and_compile_for_tpus() {
             xs[s..s + ROWS * LANES].iter().map(|&e| f64::from(e + 1.0))
         })
         .collect();
-    let launch = scoped_rows::launch()
-        .grid([n])
-        .input(BlockSpec::any())
-        .output(BlockSpec::new([ROWS, LANES], |i| (i, 0)), [n * ROWS, LANES]);
+    let launch = scoped_launch(n);
     for (device, out) in [
         ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),
         ("cpu", launch.run(&cpu(), &[&starts_t, &x])),
