@@ -655,6 +655,18 @@ fn reading_an_hbm_ref_directly_is_an_error_at_its_line() {
 }
 
 #[test]
+fn squeezing_an_hbm_operand_is_an_error_at_its_block_spec() {
+    let (spec, line) = (BlockSpec::any().squeeze([0]), line!());
+    let launch = waits_twice::launch()
+        .input(spec)
+        .output(BlockSpec::any(), SHAPE)
+        .scratch(DmaSemaphores::new(1));
+    let e = misuse_error(launch, &[&x()]);
+    assert!(e.contains(&format!("dma_tests.rs:{line}:")), "{e}");
+    assert!(e.contains("no dims to squeeze"), "{e}");
+}
+
+#[test]
 fn a_dma_waited_twice_is_an_error_at_the_second_wait() {
     let e = misuse_error(hbm_copy(waits_twice::launch(), 1), &[&x()]);
     assert_at(&e, "misuse: waits twice", "waits twice");

@@ -602,6 +602,15 @@ fn block_operand(
             });
         }
     }
+    if spec.space == MemorySpace::Any && !spec.squeezed.is_empty() {
+        return Err(TraceError::Launch {
+            message: format!(
+                "{what}: an HBM operand (`BlockSpec::any()`) has no blocks, so it has no dims to \
+                 squeeze; slice it with `.at(..)` in the DMA instead"
+            ),
+            loc,
+        });
+    }
     if let Some(&d) = spec.squeezed.iter().find(|&&d| block.get(d) != Some(&1)) {
         let message = match block.get(d) {
             None => format!("{what}: squeezed dim {d} is not a dim of the block {block:?}"),
