@@ -301,21 +301,6 @@ fn paged_attention_compiles_with_libtpu_for_three_generations() {
     }
 }
 
-fn jax_tool(tool: &str, args: &[String]) -> Option<String> {
-    let py = support::jax_python()?;
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tools")
-        .join(tool);
-    let out = support::output(Command::new(py).arg(path).args(args));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{tool}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(text)
-}
-
 #[test]
 fn paged_attention_has_the_structure_pallas_emits() {
     let dir = std::env::temp_dir().join(format!("tessera-paged-pallas-{}", std::process::id()));
@@ -324,12 +309,14 @@ fn paged_attention_has_the_structure_pallas_emits() {
     let m = lower_to_mosaic(&program(), TpuGeneration::V5e).unwrap();
     std::fs::write(&file, &m.serialized).unwrap();
     let file = file.to_string_lossy().to_string();
-    let Some(ours) = jax_tool("pallas_structure.py", &["--module".into(), file.clone()]) else {
+    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
+    else {
         return;
     };
     // `program()`: 2 sequences of up to 4 pages from a pool of 6.
     let args: Vec<String> = ["--paged", "2", "4", "6"].map(String::from).to_vec();
-    let pallas = jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
+    let pallas =
+        support::jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
     let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
     let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
     // Same grid, semantics, 2 scalar-prefetch arrays, 3 scratch operands (two VMEM page
