@@ -3,20 +3,26 @@
 
 Usage:
   pallas_structure.py [--add M N BM BN] [--matmul M N K B] [--softmax M N BM]
-                      [--gather N_OUT V] [--bmm B M K N] [--gmm M K N G] [--dtype D]
+                      [--gather N_OUT V] [--bmm B M K N] [--gmm M K N G] [--dma N_OUT V]
+                      [--paged BATCH WIDTH POOL] [--scoped N_OUT V] [--dtype D]
       Lowers the Pallas equivalents of Tessera's add, matmul (f32 VMEM accumulator, k axis
       `arbitrary`), row softmax, a row-block gather by scalar-prefetched indices
       (`PrefetchScalarGridSpec`), a batched matmul with a squeezed (`None`) batch dim and a
       grouped matmul over ragged groups (group offsets by scalar prefetch, 8x128 output
-      blocks) for TPU -- no TPU needed -- and prints one JSON object
-      {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S, "gmm": S}.
+      blocks) and a manual-DMA row copy (input and output in HBM via `pl.ANY`, rows at
+      scalar-prefetched offsets copied by `make_async_copy`) and a paged-attention decode step
+      (K/V pages in HBM copied by double-buffered DMA) and the row copy with `run_scoped`
+      scratch, for TPU -- no TPU needed -- and prints one JSON object
+      {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S, "gmm": S, "dma": S,
+       "paged": S, "scoped": S}.
   pallas_structure.py --module FILE [FILE ...]
       Prints {FILE: S} for Mosaic modules as text (serialized or readable), e.g. Tessera's.
 
 S = {"iteration_bounds": [..], "dimension_semantics": [..], "scratch_operands": n,
      "scalar_prefetch": n,
      "arg_types": [..kernel func argument types..],
-     "window_params": [{"window_bounds": [..], "index_map": [["arg", i] | ["const", c] | ["expr", op]]}]}
+     "window_params": [{"window_bounds": [..], "index_map": [["arg", i] | ["const", c] | ["expr", op]]} | {}]}
+({} for an operand left in HBM: Pallas gives it no window).
 where `index_map` says, per block dim, what the transform function returns: a grid index,
 a constant, or (anything else) the op that computes it.
 """
@@ -159,6 +165,118 @@ def gmm(m, k, n, groups, dtype):
                   jax.ShapeDtypeStruct((groups, k, n), dtype)]
 
 
+def dma(n_out, v, dtype):
+    # Input and output left in HBM (pl.ANY); step i copies rows starts[i]..+8 into a VMEM
+    # buffer, adds 1 and copies it to rows 8i..+8 of the output, one DMA semaphore each way.
+    def kernel(starts_ref, x_hbm, o_hbm, buf, sems):
+        i = pl.program_id(0)
+        load = pltpu.make_async_copy(x_hbm.at[pl.ds(starts_ref[i], 8)], buf, sems.at[0])
+        load.start()
+        load.wait()
+        buf[...] = buf[...] + 1
+        back = pltpu.make_async_copy(buf, o_hbm.at[pl.ds(i * 8, 8)], sems.at[1])
+        back.start()
+        back.wait()
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1,
+        grid=(n_out,),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec(memory_space=pl.ANY),
+        scratch_shapes=[pltpu.VMEM((8, 128), dtype), pltpu.SemaphoreType.DMA((2,))],
+    )
+    call = pl.pallas_call(kernel, grid_spec=grid_spec, out_shape=jax.ShapeDtypeStruct((n_out * 8, 128), dtype),
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",)))
+    return call, [jax.ShapeDtypeStruct((n_out,), jnp.int32), jax.ShapeDtypeStruct((v, 128), dtype)]
+
+
+def paged(batch, width, pool, dtype):
+    # A paged-attention decode step: one sequence per step; its K/V pages (left in HBM) are
+    # copied into two VMEM slots by DMA, page j + 1 in flight while page j is used; online
+    # softmax masked by the sequence length. Page table and lengths are scalar-prefetched.
+    h, d, p = 8, 128, 128
+
+    def kernel(pages_ref, lens_ref, q_ref, k_hbm, v_hbm, o_ref, kbuf, vbuf, sems):
+        b = pl.program_id(0)
+        length = lens_ref[b]
+        # lax.div/rem (truncating, as Tessera's): jnp's floor forms need a TPU's info to lower.
+        n = jax.lax.div(length + p - 1, p)
+
+        def copies(j, slot):
+            page = pages_ref[b * width + j]
+            return (pltpu.make_async_copy(k_hbm.at[pl.ds(page, 1)], kbuf.at[pl.ds(slot, 1)], sems.at[2 * slot]),
+                    pltpu.make_async_copy(v_hbm.at[pl.ds(page, 1)], vbuf.at[pl.ds(slot, 1)], sems.at[2 * slot + 1]))
+
+        for c in copies(0, 0):
+            c.start()
+        q = q_ref[...] * (1.0 / d ** 0.5)
+
+        def body(j, carry):
+            m, l, acc = carry
+            slot = jax.lax.rem(j, 2)
+
+            @pl.when(j + 1 < n)
+            def _():
+                for c in copies(j + 1, jax.lax.rem(j + 1, 2)):
+                    c.start()
+
+            for c in copies(j, slot):
+                c.wait()
+            k = kbuf[pl.ds(slot, 1)].reshape(p, d)
+            v = vbuf[pl.ds(slot, 1)].reshape(p, d)
+            live = jax.lax.broadcasted_iota(jnp.int32, (h, p), 1) + j * p < length
+            s = jax.lax.dot_general(q, k, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)
+            s = jnp.where(live, s, -1e30)
+            m_new = jnp.maximum(m, s.max(axis=1, keepdims=True))
+            alpha = jnp.exp(m - m_new)
+            e = jnp.where(live, jnp.exp(s - m_new), 0.0)
+            return (m_new, alpha * l + e.sum(axis=1, keepdims=True),
+                    alpha * acc + jnp.dot(e, v, preferred_element_type=jnp.float32))
+
+        init = (jnp.full((h, 1), -1e30, jnp.float32), jnp.zeros((h, 1), jnp.float32), jnp.zeros((h, d), jnp.float32))
+        _, l, acc = jax.lax.fori_loop(0, n, body, init)
+        o_ref[...] = (acc / l).astype(o_ref.dtype)
+
+    row = pl.BlockSpec((None, h, d), lambda b, pages, lens: (b, 0, 0))
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=2,
+        grid=(batch,),
+        in_specs=[row, pl.BlockSpec(memory_space=pl.ANY), pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=row,
+        scratch_shapes=[pltpu.VMEM((2, p, d), dtype), pltpu.VMEM((2, p, d), dtype), pltpu.SemaphoreType.DMA((4,))],
+    )
+    call = pl.pallas_call(kernel, grid_spec=grid_spec, out_shape=jax.ShapeDtypeStruct((batch, h, d), dtype),
+                          compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",)))
+    return call, [jax.ShapeDtypeStruct((batch * width,), jnp.int32), jax.ShapeDtypeStruct((batch,), jnp.int32),
+                  jax.ShapeDtypeStruct((batch, h, d), dtype), jax.ShapeDtypeStruct((pool, p, d), dtype),
+                  jax.ShapeDtypeStruct((pool, p, d), dtype)]
+
+
+def scoped(n_out, v, dtype):
+    # Like `dma`, with a blocked output and the VMEM buffer and DMA semaphore allocated by
+    # run_scoped inside the body (no scratch operands).
+    def kernel(starts_ref, x_hbm, o_ref):
+        row = starts_ref[pl.program_id(0)]
+
+        def body(buf, sem):
+            copy = pltpu.make_async_copy(x_hbm.at[pl.ds(row, 8)], buf, sem)
+            copy.start()
+            copy.wait()
+            o_ref[...] = buf[...] + 1
+
+        pl.run_scoped(body, pltpu.VMEM((8, 128), dtype), pltpu.SemaphoreType.DMA)
+
+    grid_spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1,
+        grid=(n_out,),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec((8, 128), lambda i, starts: (i, 0)),
+    )
+    call = pl.pallas_call(kernel, grid_spec=grid_spec, out_shape=jax.ShapeDtypeStruct((n_out * 8, 128), dtype),
+                          compiler_params=parallel(1))
+    return call, [jax.ShapeDtypeStruct((n_out,), jnp.int32), jax.ShapeDtypeStruct((v, 128), dtype)]
+
+
 def mosaic_body(call, args):
     """The Mosaic module bytes inside the lowered tpu_custom_call."""
     text = jax.jit(call).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
@@ -193,6 +311,10 @@ def structure(source):
         windows = []
         for w in kernel.attributes["window_params"]:
             w = ir.DictAttr(w)
+            if "transform_indices" not in w:
+                # An operand left in HBM (pl.ANY): no window, no transform.
+                windows.append({})
+                continue
             transform = funcs[str(w["transform_indices"]).lstrip("@")]
             windows.append({"window_bounds": ints(w["window_bounds"]), "index_map": index_map(transform)})
         ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
@@ -229,6 +351,9 @@ def main(argv):
     ap.add_argument("--gather", nargs=2, type=int, default=[4, 6], metavar=("N_OUT", "V"))
     ap.add_argument("--bmm", nargs=4, type=int, default=[3, 128, 256, 128], metavar=("B", "M", "K", "N"))
     ap.add_argument("--gmm", nargs=4, type=int, default=[64, 128, 256, 4], metavar=("M", "K", "N", "G"))
+    ap.add_argument("--dma", nargs=2, type=int, default=[4, 64], metavar=("N_OUT", "V"))
+    ap.add_argument("--scoped", nargs=2, type=int, default=[4, 40], metavar=("N_OUT", "V"))
+    ap.add_argument("--paged", nargs=3, type=int, default=[2, 4, 6], metavar=("BATCH", "WIDTH", "POOL"))
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--module", nargs="+", metavar="FILE")
     a = ap.parse_args(argv)
@@ -237,7 +362,8 @@ def main(argv):
     else:
         dtype = jnp.dtype(a.dtype)
         kernels = {"add": add(*a.add, dtype), "matmul": matmul(*a.matmul, dtype), "softmax": softmax(*a.softmax, dtype),
-                   "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype), "gmm": gmm(*a.gmm, dtype)}
+                   "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype), "gmm": gmm(*a.gmm, dtype), "dma": dma(*a.dma, dtype), "paged": paged(*a.paged, dtype),
+                   "scoped": scoped(*a.scoped, dtype)}
         out = {name: structure(mosaic_body(call, args)) for name, (call, args) in kernels.items()}
     print(json.dumps(out, indent=1, sort_keys=True))
     return 0

@@ -3,10 +3,10 @@
 pub use crate::dtype::DType;
 pub use crate::trace::DimensionSemantics::{self, Arbitrary, Parallel};
 pub use crate::trace::{
-    abs, argmax, argmin, ceil, cos, cumsum, dot, dot_general, dot_i8, dot_t, erf, exp, floor,
-    fori_loop, full, iota, log, max, maximum, min, minimum, num_programs, program_id, range, rsqrt,
-    scalar, sigmoid, sin, sqrt, sum, tanh, when, where_, while_loop, zeros, zeros_like, BlockSpec,
-    Element, Float, Int, Launch, Numeric, Prefetch, Ref, RefMut, Scalar, Scratch, Smem, Tile,
-    Traced, Vmem,
+    abs, argmax, argmin, async_copy, ceil, cos, cumsum, dot, dot_general, dot_i8, dot_t, erf, exp,
+    floor, fori_loop, full, iota, log, max, maximum, min, minimum, num_programs, program_id, range,
+    rsqrt, run_scoped, scalar, sigmoid, sin, sqrt, sum, tanh, when, where_, while_loop, zeros, zeros_like,
+    AsyncCopy, BlockSpec, DmaSemaphore, DmaSemaphores, Element, Float, Int, Launch, Numeric,
+    Prefetch, Ref, RefMut, RefWindow, Scalar, Scratch, Smem, Tile, Traced, Vmem,
 };
 pub use half::{bf16, f16};

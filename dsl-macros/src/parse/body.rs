@@ -164,6 +164,20 @@ impl<'ast> Visit<'ast> for Checker<'_> {
     }
 
     fn visit_expr(&mut self, node: &'ast Expr) {
+        // `run_scoped(spec, |buf| { .. })` takes its body as a closure (called once, at once,
+        // so it is traced straight through): its body is checked like any other block.
+        if let Expr::Call(call) = node {
+            if is_run_scoped(&call.func) {
+                self.visit_expr(&call.func);
+                for arg in &call.args {
+                    match arg {
+                        Expr::Closure(c) => self.visit_expr(&c.body),
+                        other => self.visit_expr(other),
+                    }
+                }
+                return;
+            }
+        }
         let error = |tokens: &dyn ToTokens, message: &str| syn::Error::new_spanned(tokens, message);
         let rejected = match node {
             Expr::Match(m) => Some(error(&m.match_token, MATCH)),
@@ -184,6 +198,10 @@ impl<'ast> Visit<'ast> for Checker<'_> {
     }
 }
 
+fn is_run_scoped(func: &Expr) -> bool {
+    matches!(func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "run_scoped"))
+}
+
 fn loops(keyword: &str) -> String {
     format!(
         "`{keyword}` is not supported in a kernel body: use `for i in range(lo, hi)` (a \
@@ -194,8 +212,9 @@ fn loops(keyword: &str) -> String {
 
 const MATCH: &str = "`match` is not supported in a kernel body: use `if`/`else` (traced as a \
      region), or `where_(mask, a, b)` to choose between tiles element by element";
-const CLOSURE: &str = "closures are not supported in a kernel body: write a helper `fn` (mark it \
-     `#[track_caller]` so errors point at its call) or inline the code";
+const CLOSURE: &str = "closures are not supported in a kernel body (except as the body of \
+     `run_scoped`): write a helper `fn` (mark it `#[track_caller]` so errors point at its call) \
+     or inline the code";
 const RETURN: &str = "early `return` is not supported in a kernel body: put the code that should \
      not run in the `else` of an `if`";
 const TRY: &str = "`?` is not supported in a kernel body: kernel operations never return \

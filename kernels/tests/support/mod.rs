@@ -70,3 +70,36 @@ pub fn compiles_for_every_topology(program: &tessera_lowering::trace::KernelProg
         assert!(out.code_bytes > 0, "{topology}");
     }
 }
+
+/// Runs `tools/<tool>` with `args` through `$TESSERA_JAX_PYTHON` and returns its stdout;
+/// `None` where that is unset (outside CI).
+pub fn jax_tool(tool: &str, args: &[String]) -> Option<String> {
+    let py = jax_python()?;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tools")
+        .join(tool);
+    let out = output(Command::new(py).arg(path).args(args));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{tool}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(text)
+}
+
+/// Writes `program`'s serialized Mosaic (for v5e) into a fresh temporary directory; returns
+/// the directory (to remove) and the file's path.
+pub fn write_mosaic(
+    tag: &str,
+    program: &tessera_lowering::trace::KernelProgram,
+) -> (std::path::PathBuf, String) {
+    use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
+    let dir = std::env::temp_dir().join(format!("tessera-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{tag}.mlir"));
+    let m = lower_to_mosaic(program, TpuGeneration::V5e).expect("lowers to Mosaic");
+    std::fs::write(&file, &m.serialized).unwrap();
+    let path = file.to_string_lossy().to_string();
+    (dir, path)
+}

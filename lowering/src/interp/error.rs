@@ -51,6 +51,10 @@ pub enum InterpError {
     #[error("{loc}: `while` ran {trips} trips without its condition turning false; a loop that never ends is a kernel bug")]
     WhileLimit { trips: u64, loc: Loc },
 
+    /// A manual-DMA protocol error (a race, or a start/wait mismatch).
+    #[error("{loc}: DMA: {message}")]
+    Dma { message: String, loc: Loc },
+
     /// IR the interpreter cannot run; verified programs do not produce it.
     #[error("{loc}: `{op}`: {message}")]
     Invalid {

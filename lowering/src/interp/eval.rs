@@ -1,25 +1,30 @@
 //! Evaluates one IR function: values in f64, rounded to the op's dtype after every op.
 
 use super::array::{convert, from_bits, round, strides, to_bits, unravel, Array};
+use super::dma::{DmaState, Transfer};
 use super::error::InterpError;
 use super::ops::{binary, compare, copy_window, dot, paste_window, reduce, scan, unary_fn};
 use crate::dtype::DType;
-use crate::ir::{Func, Loc, Offset, OpKind, Operation, Region, ValueId};
+use crate::ir::{DmaCopy, Func, Loc, Offset, OpKind, Operation, Region, ValueId};
 use std::rc::Rc;
 
 #[derive(Clone, Debug)]
 pub(crate) enum Rt {
     Val(Rc<Array>),
-    /// Index into the machine's buffers.
+    /// Index into the machine's buffers (the program's, then the scoped ones).
     Ref(usize),
 }
 
 /// Runs `func` with `args` bound to its params; returns its results.
 pub(crate) struct Machine<'a> {
     pub func: &'a Func,
-    pub buffers: &'a mut [Array],
+    buffers: &'a mut [Array],
+    /// Buffers of the `run_scoped` regions now open, innermost last.
+    scoped: Vec<Array>,
     pub grid: &'a [usize],
     pub grid_index: &'a [usize],
+    /// Manual DMAs of this call (one grid step).
+    pub dma: DmaState,
     env: Vec<Option<Rt>>,
 }
 
@@ -48,8 +53,10 @@ impl<'a> Machine<'a> {
         Machine {
             func,
             buffers,
+            scoped: Vec::new(),
             grid,
             grid_index,
+            dma: DmaState::default(),
             env: vec![None; func.values.len()],
         }
     }
@@ -159,18 +166,26 @@ impl<'a> Machine<'a> {
             }
             OpKind::Load { src } => {
                 let b = self.buffer(*src, op)?;
-                let a = self.buffers[b].clone();
+                let shape = self.buf(b).shape.clone();
+                self.dma
+                    .check_read(b, &vec![0; shape.len()], &shape, op.loc)?;
+                let a = self.buf(b).clone();
                 self.set(op.results[0], a);
             }
             OpKind::Store { dst, value } => {
                 let (b, v) = (self.buffer(*dst, op)?, self.val(*value, op)?);
-                self.buffers[b].data.clone_from(&v.data);
+                let shape = self.buf(b).shape.clone();
+                let zeros = vec![0; shape.len()];
+                self.dma
+                    .check_write(b, &zeros, &shape, "store into", op.loc)?;
+                self.buf_mut(b).data.clone_from(&v.data);
             }
             OpKind::LoadSlice { src, starts, sizes } => {
                 let b = self.buffer(*src, op)?;
                 let starts = self.starts(starts, op)?;
-                let buf = &self.buffers[b];
+                let buf = self.buf(b);
                 let starts = Self::window(op, &starts, sizes, &buf.shape, op.loc)?;
+                self.dma.check_read(b, &starts, sizes, op.loc)?;
                 let data = copy_window(&buf.data, &buf.shape, &starts, sizes);
                 let a = Array::new(buf.dtype, sizes.clone(), data);
                 self.set(op.results[0], a);
@@ -178,15 +193,24 @@ impl<'a> Machine<'a> {
             OpKind::StoreSlice { dst, starts, value } => {
                 let (b, v) = (self.buffer(*dst, op)?, self.val(*value, op)?);
                 let starts = self.starts(starts, op)?;
-                let buf = &mut self.buffers[b];
-                let starts = Self::window(op, &starts, &v.shape, &buf.shape, op.loc)?;
-                paste_window(&mut buf.data, &buf.shape, &starts, &v.shape, &v.data);
+                let shape = self.buf(b).shape.clone();
+                let starts = Self::window(op, &starts, &v.shape, &shape, op.loc)?;
+                self.dma
+                    .check_write(b, &starts, &v.shape, "store into", op.loc)?;
+                paste_window(
+                    &mut self.buf_mut(b).data,
+                    &shape,
+                    &starts,
+                    &v.shape,
+                    &v.data,
+                );
             }
             OpKind::LoadElement { src, indices } => {
                 let b = self.buffer(*src, op)?;
                 let idx = self.starts(indices, op)?;
-                let buf = &self.buffers[b];
+                let buf = self.buf(b);
                 let idx = Self::window(op, &idx, &vec![1; idx.len()], &buf.shape, op.loc)?;
+                self.dma.check_read(b, &idx, &vec![1; idx.len()], op.loc)?;
                 let flat: usize = idx
                     .iter()
                     .zip(strides(&buf.shape))
@@ -202,14 +226,12 @@ impl<'a> Machine<'a> {
             } => {
                 let (b, v) = (self.buffer(*dst, op)?, self.val(*value, op)?);
                 let idx = self.starts(indices, op)?;
-                let buf = &mut self.buffers[b];
-                let idx = Self::window(op, &idx, &vec![1; idx.len()], &buf.shape, op.loc)?;
-                let flat: usize = idx
-                    .iter()
-                    .zip(strides(&buf.shape))
-                    .map(|(i, s)| i * s)
-                    .sum();
-                buf.data[flat] = v.scalar();
+                let shape = self.buf(b).shape.clone();
+                let idx = Self::window(op, &idx, &vec![1; idx.len()], &shape, op.loc)?;
+                self.dma
+                    .check_write(b, &idx, &vec![1; idx.len()], "store into", op.loc)?;
+                let flat: usize = idx.iter().zip(strides(&shape)).map(|(i, s)| i * s).sum();
+                self.buf_mut(b).data[flat] = v.scalar();
             }
             OpKind::Unary { op: u, x } => {
                 let x = self.val(*x, op)?;
@@ -411,8 +433,83 @@ impl<'a> Machine<'a> {
                 }
                 self.bind(op, carried);
             }
+            OpKind::RunScoped { body } => {
+                // Each scoped buffer gets the next index past the open ones; floats start as
+                // NaN so a read before any write shows.
+                let base = self.buffers.len() + self.scoped.len();
+                for (i, a) in body.args.iter().enumerate() {
+                    let t = self.func.ty(*a);
+                    let fill = if t.dtype().is_float() { f64::NAN } else { 0.0 };
+                    self.scoped
+                        .push(Array::filled(t.dtype(), t.shape().to_vec(), fill));
+                    self.env[a.0 as usize] = Some(Rt::Ref(base + i));
+                }
+                let results = self.region(body)?;
+                self.dma.end_scope(|b| b >= base, op.loc)?;
+                self.scoped.truncate(base - self.buffers.len());
+                self.bind(op, results);
+            }
+            OpKind::DmaStart(c) => {
+                let t = self.transfer(op, c)?;
+                let src = self.buf(t.src);
+                let data = copy_window(&src.data, &src.shape, &t.src_starts, &t.sizes);
+                self.dma.start(&t, op.loc)?;
+                let dst = self.buf_mut(t.dst);
+                let shape = dst.shape.clone();
+                paste_window(&mut dst.data, &shape, &t.dst_starts, &t.sizes, &data);
+                self.dma.started(t, op.loc);
+            }
+            OpKind::DmaWait(c) => {
+                let t = self.transfer(op, c)?;
+                self.dma.wait(&t, op.loc)?;
+            }
         }
         Ok(())
+    }
+
+    /// Resolves a copy's refs, windows (bounds-checked) and semaphore index.
+    fn transfer(&self, op: &Operation, c: &DmaCopy) -> Res<Transfer> {
+        let (src, dst, sem) = (
+            self.buffer(c.src, op)?,
+            self.buffer(c.dst, op)?,
+            self.buffer(c.sem, op)?,
+        );
+        let starts = self.starts(&c.src_starts, op)?;
+        let src_starts = Self::window(op, &starts, &c.sizes, &self.buf(src).shape, op.loc)?;
+        let starts = self.starts(&c.dst_starts, op)?;
+        let dst_starts = Self::window(op, &starts, &c.sizes, &self.buf(dst).shape, op.loc)?;
+        let index = self.starts(std::slice::from_ref(&c.sem_index), op)?[0];
+        let count = self.buf(sem).shape[0];
+        if index < 0 || index as usize >= count {
+            return Err(InterpError::Dma {
+                message: format!(
+                    "semaphore index {index} is out of range for an array of {count} semaphores"
+                ),
+                loc: op.loc,
+            });
+        }
+        Ok(Transfer {
+            src,
+            src_starts,
+            dst,
+            dst_starts,
+            sizes: c.sizes.clone(),
+            sem: (sem, index as usize),
+        })
+    }
+
+    fn buf(&self, b: usize) -> &Array {
+        match b.checked_sub(self.buffers.len()) {
+            None => &self.buffers[b],
+            Some(k) => &self.scoped[k],
+        }
+    }
+
+    fn buf_mut(&mut self, b: usize) -> &mut Array {
+        match b.checked_sub(self.buffers.len()) {
+            None => &mut self.buffers[b],
+            Some(k) => &mut self.scoped[k],
+        }
     }
 
     fn bind(&mut self, op: &Operation, results: Vec<Rt>) {

@@ -6,11 +6,13 @@
 //! accumulates in f32, and every block and slice is bounds-checked. Integers are exact up
 //! to 2^53. Outputs start as NaN (floats) or 0, so blocks a kernel never writes show up.
 //! Scalar-prefetch arrays are the first inputs; the body and every index map see them whole.
+//! HBM operands are one whole-array block; manual DMAs are checked for races (`dma.rs`).
 
 // Errors are cold and carry the shapes a user needs to see; their size does not matter.
 #![allow(clippy::result_large_err)]
 
 mod array;
+mod dma;
 mod error;
 mod eval;
 mod math;
@@ -19,8 +21,9 @@ mod ops;
 pub use error::InterpError;
 
 use crate::host::HostTensor;
-use crate::ir::{BlockOperand, KernelProgram};
+use crate::ir::{BlockOperand, KernelProgram, MemorySpace};
 use array::Array;
+use dma::DmaState;
 use eval::{Machine, Rt};
 use ops::{copy_window, paste_window};
 use std::rc::Rc;
@@ -102,6 +105,9 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
         .collect();
     let ni = program.inputs.len();
 
+    // DMAs may stay in flight from one grid step to the next (see `dma.rs`).
+    let mut dma = DmaState::default();
+    let operands: Vec<&BlockOperand> = program.inputs.iter().chain(&program.outputs).collect();
     let mut step = vec![0usize; program.grid.len()];
     for _ in 0..program.num_steps() {
         let mut starts = Vec::new();
@@ -112,7 +118,14 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
             starts.push(s);
         }
         let args = (0..buffers.len()).map(Rt::Ref).collect();
-        Machine::new(&program.body, &mut buffers, &program.grid, &step).call(args)?;
+        let mut machine = Machine::new(&program.body, &mut buffers, &program.grid, &step);
+        machine.dma = std::mem::take(&mut dma);
+        machine.call(args)?;
+        dma = std::mem::take(&mut machine.dma);
+        dma.end_step(|b| {
+            let operand = b.checked_sub(np).and_then(|k| operands.get(k));
+            operand.is_some_and(|o| o.space != MemorySpace::Any)
+        })?;
         for (k, o) in program.outputs.iter().enumerate() {
             let out = &mut outputs[k];
             paste_window(
@@ -125,6 +138,7 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
         }
         advance(&mut step, &program.grid);
     }
+    dma.finish()?;
     Ok(outputs
         .into_iter()
         .map(|a| HostTensor::from_f64(a.dtype, a.shape, &a.data))

@@ -156,6 +156,30 @@ impl Printer<'_> {
                 self.region_body(body, depth + 1, "yield")?;
                 return self.close(op, &pad);
             }
+            OpKind::RunScoped { body } => {
+                writeln!(
+                    self.out,
+                    "run_scoped ^({}) {{  // {}",
+                    list(&body.args),
+                    op.loc
+                )?;
+                self.region_body(body, depth + 1, "yield")?;
+                return self.close(op, &pad);
+            }
+            OpKind::DmaStart(c) | OpKind::DmaWait(c) => {
+                let at = |o: &[Offset]| o.iter().map(|o| o.to_string()).collect::<Vec<_>>();
+                write!(
+                    self.out,
+                    "{name} {}[{}] -> {}[{}] sizes {:?} sem {}[{}]",
+                    c.src,
+                    at(&c.src_starts).join(", "),
+                    c.dst,
+                    at(&c.dst_starts).join(", "),
+                    c.sizes,
+                    c.sem,
+                    c.sem_index
+                )?
+            }
             _ => write!(self.out, "{name} {operands}")?,
         }
         self.types(op)?;

@@ -58,6 +58,7 @@ impl Fnv1a {
                     MemorySpace::Any => 0,
                     MemorySpace::Vmem => 1,
                     MemorySpace::Smem => 2,
+                    MemorySpace::Semaphore => 3,
                 });
             }
         }
@@ -183,6 +184,12 @@ impl Walker<'_> {
             } => {
                 h.u64(u64::from(*transpose_lhs));
                 h.u64(u64::from(*transpose_rhs));
+            }
+            OpKind::DmaStart(c) | OpKind::DmaWait(c) => {
+                h.dims(&c.sizes);
+                self.offsets(&c.src_starts);
+                self.offsets(&c.dst_starts);
+                self.offsets(std::slice::from_ref(&c.sem_index));
             }
             // The rest is fully described by name, operands and result types.
             _ => {}

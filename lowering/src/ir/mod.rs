@@ -16,7 +16,8 @@ pub use func::Func;
 pub use hash::{hash_func_into, structural_hash, Fnv1a};
 pub use loc::Loc;
 pub use op::{
-    BinaryOp, CompareOp, Literal, Offset, OpKind, Operation, ReduceOp, Region, UnaryOp, ValueId,
+    BinaryOp, CompareOp, DmaCopy, Literal, Offset, OpKind, Operation, ReduceOp, Region, UnaryOp,
+    ValueId,
 };
 pub use op_info::{CostClass, Domain, MosaicOps, OpInfo};
 pub use program::{

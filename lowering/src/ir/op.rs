@@ -59,6 +59,37 @@ impl fmt::Display for Offset {
     }
 }
 
+/// An async copy `src[src_starts ..][..sizes] -> dst[dst_starts ..][..sizes]` that signals
+/// semaphore `sem[sem_index]` (Pallas' `make_async_copy`): `DmaStart` and `DmaWait` carry the
+/// same description, as Mosaic's `enqueue_dma`/`wait_dma2` do. Both refs have one dtype; the
+/// window is `sizes` in both (each ref's rank).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DmaCopy {
+    pub src: ValueId,
+    pub src_starts: Vec<Offset>,
+    pub dst: ValueId,
+    pub dst_starts: Vec<Offset>,
+    pub sizes: Vec<usize>,
+    pub sem: ValueId,
+    pub sem_index: Offset,
+}
+
+impl DmaCopy {
+    fn operands(&self) -> Vec<ValueId> {
+        let dynamic = |o: &Offset| match o {
+            Offset::Dynamic(v) => Some(*v),
+            Offset::Static(_) => None,
+        };
+        std::iter::once(self.src)
+            .chain(self.src_starts.iter().filter_map(dynamic))
+            .chain(std::iter::once(self.dst))
+            .chain(self.dst_starts.iter().filter_map(dynamic))
+            .chain(std::iter::once(self.sem))
+            .chain(dynamic(&self.sem_index))
+            .collect()
+    }
+}
+
 /// A list of ops with block arguments and the values it yields to its parent.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Region {
@@ -212,6 +243,17 @@ pub enum OpKind {
         cond: Region,
         body: Region,
     },
+    /// Scoped scratch (Pallas' `pl.run_scoped`): `body`'s args are refs allocated for the
+    /// region only (VMEM, SMEM or DMA semaphores, contents undefined on entry); it yields the
+    /// op's results.
+    RunScoped {
+        body: Region,
+    },
+    /// Starts `copy`; its destination may not be read (nor its source written) until the
+    /// matching `DmaWait`.
+    DmaStart(DmaCopy),
+    /// Waits for a started `copy` (same refs, window and semaphore).
+    DmaWait(DmaCopy),
 }
 
 impl OpKind {
@@ -258,6 +300,9 @@ impl OpKind {
             OpKind::If { .. } => "if",
             OpKind::Fori { .. } => "fori",
             OpKind::While { .. } => "while",
+            OpKind::RunScoped { .. } => "run_scoped",
+            OpKind::DmaStart(_) => "dma_start",
+            OpKind::DmaWait(_) => "dma_wait",
         }
     }
 
@@ -317,6 +362,8 @@ impl OpKind {
                 [*lo, *hi].into_iter().chain(init.iter().copied()).collect()
             }
             OpKind::While { init, .. } => init.clone(),
+            OpKind::RunScoped { .. } => vec![],
+            OpKind::DmaStart(c) | OpKind::DmaWait(c) => c.operands(),
         }
     }
 
@@ -329,6 +376,7 @@ impl OpKind {
             } => vec![then_region, else_region],
             OpKind::Fori { body, .. } => vec![body],
             OpKind::While { cond, body, .. } => vec![cond, body],
+            OpKind::RunScoped { body } => vec![body],
             _ => vec![],
         }
     }

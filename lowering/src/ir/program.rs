@@ -39,6 +39,9 @@ pub struct BlockOperand {
     /// scalar-prefetch operand -> block indices (one `i32` result per block dim, in block
     /// units: element offset = index * block dim). Verified.
     pub index_map: Func,
+    /// `Vmem` (blocked, pipelined by the grid) or `Any` (left in HBM: the block is the whole
+    /// array at block index 0, and the body reaches it by DMA only).
+    pub space: MemorySpace,
 }
 
 impl BlockOperand {
@@ -150,6 +153,7 @@ impl KernelProgram {
                 h.dims(&o.array_shape);
                 h.dims(&o.block_shape);
                 h.dims(&o.squeezed);
+                h.str(o.space.name());
                 hash_func_into(&o.index_map, &mut h);
             }
         }
@@ -195,6 +199,14 @@ impl fmt::Display for KernelProgram {
         }
         for (role, list) in [("input", &self.inputs), ("output", &self.outputs)] {
             for o in list {
+                if o.space == MemorySpace::Any {
+                    writeln!(
+                        f,
+                        "{role} {}: {}{:?} in hbm",
+                        o.name, o.dtype, o.array_shape
+                    )?;
+                    continue;
+                }
                 writeln!(
                     f,
                     "{role} {}: {}{:?} in blocks {:?}{}",

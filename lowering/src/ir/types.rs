@@ -4,12 +4,15 @@ use crate::dtype::DType;
 use std::fmt;
 
 /// Where a ref's memory lives. Block operands of a launch live in VMEM; scratch buffers in
-/// VMEM or SMEM as the launch says; `Any` is memory the kernel does not get blocked (HBM).
+/// VMEM or SMEM as the launch says; `Any` is memory the kernel does not get blocked (HBM,
+/// Pallas' `pl.ANY`: reached only by DMA); `Semaphore` holds DMA semaphores (one `i32`
+/// count each, never loaded or stored by the body).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemorySpace {
     Any,
     Vmem,
     Smem,
+    Semaphore,
 }
 
 impl MemorySpace {
@@ -18,6 +21,7 @@ impl MemorySpace {
             MemorySpace::Any => "any",
             MemorySpace::Vmem => "vmem",
             MemorySpace::Smem => "smem",
+            MemorySpace::Semaphore => "semaphore_mem",
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use super::func::Func;
 use super::loc::Loc;
-use super::op::{Literal, Offset, OpKind, Operation, Region, ValueId};
-use super::types::Type;
+use super::op::{DmaCopy, Literal, Offset, OpKind, Operation, Region, ValueId};
+use super::types::{MemorySpace, Type};
 use crate::dtype::DType;
 
 /// An op (or the function itself, `op = "func"`) that breaks an IR rule.
@@ -142,23 +142,23 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
         }
         OpKind::Load { src } => {
             one(1)?;
-            let (dtype, shape, _) = ref_of(ty(*src)?, "source")?;
+            let (dtype, shape) = accessed(ty(*src)?, "source")?;
             same(results[0], &Type::tile(dtype, shape), "result")
         }
         OpKind::Store { dst, value } => {
             one(0)?;
-            let (dtype, shape, _) = ref_of(ty(*dst)?, "destination")?;
+            let (dtype, shape) = accessed(ty(*dst)?, "destination")?;
             same(ty(*value)?, &Type::tile(dtype, shape), "stored value")
         }
         OpKind::LoadSlice { src, starts, sizes } => {
             one(1)?;
-            let (dtype, shape, _) = ref_of(ty(*src)?, "source")?;
+            let (dtype, shape) = accessed(ty(*src)?, "source")?;
             check_window(shape, starts, sizes, types)?;
             same(results[0], &Type::tile(dtype, sizes.clone()), "result")
         }
         OpKind::StoreSlice { dst, starts, value } => {
             one(0)?;
-            let (dtype, shape, _) = ref_of(ty(*dst)?, "destination")?;
+            let (dtype, shape) = accessed(ty(*dst)?, "destination")?;
             let (vd, vs) = value_of(ty(*value)?, "stored value")?;
             if vd != dtype {
                 return Err(format!("stores {vd} into a ref of {dtype}"));
@@ -167,7 +167,7 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
         }
         OpKind::LoadElement { src, indices } => {
             one(1)?;
-            let (dtype, shape, _) = ref_of(ty(*src)?, "source")?;
+            let (dtype, shape) = accessed(ty(*src)?, "source")?;
             check_window(shape, indices, &vec![1; shape.len()], types)?;
             same(results[0], &Type::scalar(dtype), "result")
         }
@@ -177,7 +177,7 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             value,
         } => {
             one(0)?;
-            let (dtype, shape, _) = ref_of(ty(*dst)?, "destination")?;
+            let (dtype, shape) = accessed(ty(*dst)?, "destination")?;
             check_window(shape, indices, &vec![1; shape.len()], types)?;
             same(ty(*value)?, &Type::scalar(dtype), "stored value")
         }
@@ -426,6 +426,25 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             }
             Ok(())
         }
+        OpKind::RunScoped { body } => {
+            for (i, a) in body.args.iter().enumerate() {
+                match ty(*a)? {
+                    Type::Ref { space, .. } if *space != MemorySpace::Any => {}
+                    t => {
+                        return Err(format!(
+                            "scoped buffer #{i} has type {t}; scoped scratch is a VMEM, SMEM or \
+                             semaphore ref"
+                        ))
+                    }
+                }
+            }
+            let yields: Vec<&Type> = results.clone();
+            region_yields(body, &yields, types, "body")
+        }
+        OpKind::DmaStart(c) | OpKind::DmaWait(c) => {
+            one(0)?;
+            check_dma(c, types)
+        }
         OpKind::While { init, cond, body } => {
             let init_types: Vec<&Type> = init.iter().map(|v| ty(*v)).collect::<Result<_, _>>()?;
             for (name, r) in [("condition", cond), ("body", body)] {
@@ -569,6 +588,61 @@ fn ref_of<'t>(
         } => Ok((*dtype, shape, *space)),
         Type::Value { .. } => Err(format!("{what} must be a ref, got {t}")),
     }
+}
+
+/// A ref the body may load or store: HBM (`Any`) refs are reached by DMA only, and
+/// semaphores only by DMA ops.
+fn accessed<'t>(t: &'t Type, what: &str) -> Result<(DType, &'t [usize]), String> {
+    let (dtype, shape, space) = ref_of(t, what)?;
+    match space {
+        MemorySpace::Any => Err(HBM_ACCESS.to_string()),
+        MemorySpace::Semaphore => Err(format!(
+            "{what} is a DMA semaphore array ({t}); semaphores are only signalled and waited \
+             on by `async_copy(..).start()`/`.wait()`"
+        )),
+        MemorySpace::Vmem | MemorySpace::Smem => Ok((dtype, shape)),
+    }
+}
+
+/// The message for a load or store of an HBM ref (the tracer reports it at the user's line).
+pub const HBM_ACCESS: &str = "an HBM ref must be copied to VMEM by DMA before it is read (or \
+     written): use `async_copy(hbm.at(..), vmem.at(..), sems.at(i))` with `.start()` and \
+     `.wait()`";
+
+/// Both refs have one dtype and one window shape (a DMA copies elements, it does not convert
+/// or reshape); the semaphore is an index into a semaphore array.
+fn check_dma(c: &DmaCopy, types: &[Type]) -> Result<(), String> {
+    let ty = |v: ValueId| {
+        types
+            .get(v.0 as usize)
+            .ok_or_else(|| format!("{v} has no type"))
+    };
+    let (sd, ss, sspace) = ref_of(ty(c.src)?, "DMA source")?;
+    let (dd, ds, dspace) = ref_of(ty(c.dst)?, "DMA destination")?;
+    if sd != dd {
+        return Err(format!(
+            "copies {sd} into {dd}: a DMA moves bytes, so both refs must have one dtype"
+        ));
+    }
+    for (what, space) in [("source", sspace), ("destination", dspace)] {
+        if space == MemorySpace::Semaphore {
+            return Err(format!("the DMA {what} is a semaphore array"));
+        }
+    }
+    check_window(ss, &c.src_starts, &c.sizes, types)
+        .map_err(|e| format!("source window {:?}: {e}", c.sizes))?;
+    check_window(ds, &c.dst_starts, &c.sizes, types)
+        .map_err(|e| format!("destination window {:?}: {e}", c.sizes))?;
+    let (_, sem_shape, space) = ref_of(ty(c.sem)?, "DMA semaphore")?;
+    if space != MemorySpace::Semaphore || sem_shape.len() != 1 {
+        return Err(format!(
+            "the semaphore must be a 1-D DMA semaphore array (scratch `DmaSemaphores::new(n)`), \
+             got {}",
+            ty(c.sem)?
+        ));
+    }
+    check_window(sem_shape, std::slice::from_ref(&c.sem_index), &[1], types)
+        .map_err(|e| format!("semaphore index: {e}"))
 }
 
 fn same(actual: &Type, expected: &Type, what: &str) -> Result<(), String> {

@@ -31,8 +31,12 @@ pub fn vector(dtype: DType, shape: &[usize]) -> String {
 }
 
 /// `memref<8x128xf32, #tpu.memory_space<vmem>>`.
+/// Semaphore memory holds `!tpu.dma_semaphore`s whatever the IR's element type.
 pub fn memref(dtype: DType, shape: &[usize], space: MemorySpace) -> String {
-    let elem = dtype.mlir_signless_name();
+    let elem = match space {
+        MemorySpace::Semaphore => "!tpu.dma_semaphore",
+        _ => dtype.mlir_signless_name(),
+    };
     let space = space.name();
     if shape.is_empty() {
         return format!("memref<{elem}, #tpu.memory_space<{space}>>");

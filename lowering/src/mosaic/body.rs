@@ -42,6 +42,10 @@ impl<'a> Lower<'a> {
         self.squeezed.insert(r, dims);
     }
 
+    pub fn is_squeezed(&self, r: ValueId) -> bool {
+        self.squeezed.contains_key(&r)
+    }
+
     /// `shape` and `offsets` of an access to `r` as its memref sees them (squeezed dims back,
     /// at offset 0); whole-block accesses (no offsets) stay without offsets.
     fn unsqueezed(
@@ -213,6 +217,9 @@ impl<'a> Lower<'a> {
             } => self.if_op(op, *cond, then_region, else_region)?,
             OpKind::Fori { lo, hi, init, body } => self.fori(op, *lo, *hi, init, body)?,
             OpKind::While { init, cond, body } => self.while_op(op, init, cond, body)?,
+            OpKind::RunScoped { body } => self.run_scoped(op, body)?,
+            OpKind::DmaStart(c) => self.dma(op, c, true).map(|()| Vec::new())?,
+            OpKind::DmaWait(c) => self.dma(op, c, false).map(|()| Vec::new())?,
         };
         if results.len() != op.results.len() {
             return Err(unsupported(
@@ -517,6 +524,10 @@ fn vector_memory(op: &Operation, space: MemorySpace, shape: &[usize]) -> Result<
         MemorySpace::Any => Err(unsupported(
             op,
             "access to a ref in HBM (`Any`); copy it into VMEM first".into(),
+        )),
+        MemorySpace::Semaphore => Err(unsupported(
+            op,
+            "access to a DMA semaphore array; semaphores are for `async_copy` only".into(),
         )),
         MemorySpace::Vmem if shape.is_empty() => Err(unsupported(
             op,

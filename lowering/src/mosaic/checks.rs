@@ -32,7 +32,8 @@ pub fn check_program(
 ) -> Result<VmemUsage, MosaicError> {
     check_no_64_bit(program)?;
     for (role, list) in [("input", &program.inputs), ("output", &program.outputs)] {
-        for o in list {
+        // HBM operands have no window: nothing to tile.
+        for o in list.iter().filter(|o| o.space != MemorySpace::Any) {
             check_tiling(role, o)?;
         }
     }
@@ -173,7 +174,12 @@ pub fn check_reduction_axes(program: &KernelProgram) -> Result<(), MosaicError> 
         .iter()
         .flat_map(|o| used_axes(&o.index_map))
         .collect();
-    for o in &program.outputs {
+    // An HBM output is written by DMA wherever the body says: no resident block.
+    for o in program
+        .outputs
+        .iter()
+        .filter(|o| o.space != MemorySpace::Any)
+    {
         let used = used_axes(&o.index_map);
         for (axis, &extent) in program.grid.iter().enumerate() {
             if extent == 1 || used.contains(&axis) || !input_axes.contains(&axis) {
@@ -227,6 +233,7 @@ pub fn vmem_usage(program: &KernelProgram) -> VmemUsage {
         .inputs
         .iter()
         .chain(&program.outputs)
+        .filter(|o| o.space != MemorySpace::Any)
         .map(|o| 2 * bytes(o.dtype, &o.block_shape))
         .sum();
     let scratch = program
@@ -234,8 +241,39 @@ pub fn vmem_usage(program: &KernelProgram) -> VmemUsage {
         .iter()
         .filter(|s| s.space == MemorySpace::Vmem)
         .map(|s| bytes(s.dtype, &s.shape))
-        .sum();
+        .sum::<usize>()
+        + scoped_vmem(&program.body, &program.body.body);
     VmemUsage { windows, scratch }
+}
+
+/// VMEM of every `run_scoped` buffer in `r` (an upper bound: sibling scopes could share).
+fn scoped_vmem(f: &Func, r: &Region) -> usize {
+    r.ops
+        .iter()
+        .map(|op| {
+            let own: usize = match &op.kind {
+                crate::ir::OpKind::RunScoped { body } => body
+                    .args
+                    .iter()
+                    .map(|a| match f.ty(*a) {
+                        crate::ir::Type::Ref {
+                            dtype,
+                            shape,
+                            space: MemorySpace::Vmem,
+                        } => dtype.size_bytes() * shape.iter().product::<usize>(),
+                        _ => 0,
+                    })
+                    .sum(),
+                _ => 0,
+            };
+            own + op
+                .kind
+                .regions()
+                .into_iter()
+                .map(|inner| scoped_vmem(f, inner))
+                .sum::<usize>()
+        })
+        .sum()
 }
 
 #[cfg(test)]

@@ -131,6 +131,7 @@ fn region_cost(f: &Func, r: &Region, consts: &HashMap<ValueId, i64>) -> (u64, u6
                 let (c, d) = region_cost(f, body, consts);
                 (a + c, b + d)
             }
+            OpKind::RunScoped { body } => region_cost(f, body, consts),
             _ => (0, 0),
         };
         total = (total.0 + fl, total.1 + tr);

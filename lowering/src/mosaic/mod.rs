@@ -11,17 +11,22 @@
 //! `scratch_operands`, `tpu.core_type` and `window_params`, whose `transform_indices` are
 //! the traced index maps. IR ops map to `arith`, `math`, `vector` (`load`/`store`,
 //! `multi_reduction`, `broadcast`, `shape_cast`), `scf` (`if`, `for`) and `tpu`
-//! (`matmul`, `iota`); see `body.rs`, `elementwise.rs`, `shape.rs`.
+//! (`matmul`, `iota`); see `body.rs`, `elementwise.rs`, `shape.rs`. Operands left in HBM
+//! (`BlockSpec::any()`) are `#tpu.memory_space<any>` memrefs with no window (`{}`), DMAs are
+//! `tpu.enqueue_dma`/`tpu.wait_dma2` on semaphore scratch (`dma.rs`), and scoped scratch is a
+//! `tpu.region` (`scoped.rs`).
 
 mod body;
 pub mod checks;
 pub mod cost;
 pub mod custom_call;
+mod dma;
 mod elementwise;
 mod error;
 mod generation;
 mod module;
 mod printer;
+mod scoped;
 mod shape;
 mod types;
 

@@ -19,7 +19,11 @@ pub(crate) fn print_module(program: &KernelProgram, flavor: Flavor) -> Result<St
     let pad = padded_axes(program);
     kernel_func(&mut p, program, pad)?;
     let operands = program.inputs.iter().chain(&program.outputs);
-    for (i, o) in operands.enumerate() {
+    // HBM operands have no window, so no transform func (as Pallas).
+    for (i, o) in operands
+        .enumerate()
+        .filter(|(_, o)| o.space != MemorySpace::Any)
+    {
         transform_func(
             &mut p,
             &o.index_map,
@@ -85,11 +89,12 @@ fn kernel_func(p: &mut Printer, program: &KernelProgram, pad: usize) -> Result<(
         .iter()
         .chain(&program.outputs)
         .enumerate()
-        .map(|(i, o)| {
-            format!(
+        .map(|(i, o)| match o.space {
+            MemorySpace::Any => "{}".to_string(),
+            _ => format!(
                 "{{transform_indices = @transform_{i}, window_bounds = {}}}",
                 dense_array("i64", &o.block_shape)
-            )
+            ),
         })
         .collect();
     let arg_types: Vec<String> = args.iter().map(|a| a.ty.clone()).collect();

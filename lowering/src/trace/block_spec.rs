@@ -4,7 +4,7 @@
 use super::index::{IndexList, IndexValue};
 use super::refs::Prefetch;
 use super::value::Scalar;
-use crate::ir::Loc;
+use crate::ir::{Loc, MemorySpace};
 use std::fmt;
 use std::sync::Arc;
 
@@ -22,6 +22,8 @@ pub struct BlockSpec {
     pub(crate) loc: Loc,
     /// Block dims the kernel does not see (Pallas' `None`).
     pub(crate) squeezed: Vec<usize>,
+    /// `Vmem` for blocked operands; `Any` for [`BlockSpec::any`] (left in HBM, whole).
+    pub(crate) space: MemorySpace,
 }
 
 impl fmt::Debug for BlockSpec {
@@ -47,6 +49,22 @@ impl BlockSpec {
             map: Arc::new(move |grid, _| index_map.call(grid)),
             loc: Loc::caller(),
             squeezed: Vec::new(),
+            space: MemorySpace::Vmem,
+        }
+    }
+
+    /// An operand left in HBM (Pallas' `BlockSpec(memory_space=pl.ANY)`): no blocks and no
+    /// pipeline; the kernel gets a ref to the whole array, which it may not load or store,
+    /// only copy from or to with `async_copy` (manual DMA).
+    #[track_caller]
+    pub fn any() -> BlockSpec {
+        BlockSpec {
+            block_shape: Vec::new(),
+            arity: None,
+            map: Arc::new(|_, _| Vec::new()),
+            loc: Loc::caller(),
+            squeezed: Vec::new(),
+            space: MemorySpace::Any,
         }
     }
 
@@ -65,6 +83,7 @@ impl BlockSpec {
             map: Arc::new(move |grid, prefetch| index_map(grid, prefetch).into_indices()),
             loc: Loc::caller(),
             squeezed: Vec::new(),
+            space: MemorySpace::Vmem,
         }
     }
 

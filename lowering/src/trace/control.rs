@@ -6,6 +6,7 @@ use super::builder::{with, Val};
 use super::element::Element;
 use super::error::TraceError;
 use super::index::{IndexValue, IntoIndex};
+use super::refs::Scratch;
 use super::value::{Scalar, Tile, Traced};
 use crate::ir::{Loc, OpKind, Type};
 
@@ -412,7 +413,10 @@ fn writes_a_ref(region: &crate::ir::Region) -> bool {
     region.ops.iter().any(|op| {
         matches!(
             op.kind,
-            OpKind::Store { .. } | OpKind::StoreSlice { .. } | OpKind::StoreElement { .. }
+            OpKind::Store { .. }
+                | OpKind::StoreSlice { .. }
+                | OpKind::StoreElement { .. }
+                | OpKind::DmaStart(_)
         ) || op.kind.regions().into_iter().any(writes_a_ref)
     })
 }
@@ -457,4 +461,44 @@ pub fn while_loop<C: Carry>(
     body: impl FnMut(C) -> C,
 ) -> C {
     __while(init, cond, body)
+}
+
+/// Scratch for one scope (Pallas' `pl.run_scoped`): allocates the buffer `spec` describes
+/// (`Vmem::<f32>::new(..)`, `Smem::<i32>::new(..)` or `DmaSemaphores::new(n)`) for the
+/// duration of `body` only, and returns what `body` returns. Nest calls for several
+/// buffers. The buffer's contents are undefined when the scope begins, and a DMA into or out
+/// of it must be waited for before the scope ends.
+#[track_caller]
+pub fn run_scoped<E: Element, R: Carry>(
+    spec: super::ScratchSpec,
+    body: impl FnOnce(Scratch<E>) -> R,
+) -> R {
+    let loc = Loc::caller();
+    if spec.dtype != E::DTYPE {
+        with(|b| {
+            b.op_error(
+                "run_scoped",
+                format!(
+                    "the scoped buffer holds {} but the body takes `Scratch<{}>`",
+                    spec.dtype,
+                    E::DTYPE
+                ),
+                loc,
+            )
+        });
+    }
+    let ty = Type::Ref {
+        dtype: spec.dtype,
+        shape: spec.shape,
+        space: spec.space,
+    };
+    let args = with(|b| b.begin_region(vec![ty]));
+    let out = flat(body(Scratch::new(args[0])));
+    let yields = traced(&out);
+    let results = with(|b| {
+        let body = b.end_region(&yields, "run_scoped", loc);
+        let types: Vec<Type> = yields.iter().map(|v| b.ty(*v)).collect();
+        b.emit(OpKind::RunScoped { body }, types, loc)
+    });
+    R::unflatten(&mut substitute(&out, &results).into_iter())
 }

@@ -23,10 +23,12 @@
 //! * `aliases: Vec<(usize, usize)>`: `.alias(input, output)` pairs (in-place outputs)
 //! * `grid: Vec<usize>`, `semantics: Vec<DimensionSemantics>` (one per grid axis)
 //! * `inputs`, `outputs: Vec<BlockOperand>`: `name`, `dtype`, `array_shape`, `block_shape`,
-//!   `squeezed` (`.squeeze([..])`: size-1 block dims the body's ref lacks), `index_map:
-//!   ir::Func` (grid rank `i32` params, then the prefetch refs -> block rank `i32` results,
+//!   `space` (`Vmem`, or `Any` for `BlockSpec::any()`: left in HBM, the whole array, reached
+//!   by `async_copy` only), `squeezed` (`.squeeze([..])`: size-1 block dims the body's ref
+//!   lacks), `index_map: ir::Func` (grid rank `i32` params, then the prefetch refs -> block rank `i32` results,
 //!   in blocks; evaluated over the whole grid here, unless it reads prefetch data)
-//! * `scratch: Vec<ScratchBuffer>`: `name`, `dtype`, `shape`, `space` (Vmem or Smem)
+//! * `scratch: Vec<ScratchBuffer>`: `name`, `dtype`, `shape`, `space` (Vmem, Smem, or
+//!   Semaphore for `DmaSemaphores::new(n)`)
 //! * `structural_hash() -> u64`, `num_steps()`, `Display` (a full text dump)
 //! * the TPU rules (tiling, 64-bit types, VMEM, reduction axes) live with the Mosaic lowering:
 //!   `mosaic::check_program(&program, generation)`
@@ -39,6 +41,7 @@ use super::block_spec::BlockSpec;
 use super::builder::{with, Session};
 use super::element::Element;
 use super::error::TraceError;
+use super::index::IndexValue;
 use super::refs::Prefetch;
 use super::tracer::KernelTracer;
 use super::value::{Scalar, Traced};
@@ -78,6 +81,21 @@ impl<E: Element> Smem<E> {
             dtype: E::DTYPE,
             shape: shape.into(),
             space: MemorySpace::Smem,
+        }
+    }
+}
+
+/// An array of `n` DMA semaphores (Pallas' `pltpu.SemaphoreType.DMA((n,))`), bound to a
+/// `&mut Scratch<i32>` param; `sems.sem(i)` names one for `async_copy`.
+pub struct DmaSemaphores;
+
+impl DmaSemaphores {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(n: usize) -> ScratchSpec {
+        ScratchSpec {
+            dtype: DType::I32,
+            shape: vec![n],
+            space: MemorySpace::Semaphore,
         }
     }
 }
@@ -498,7 +516,7 @@ impl Launch {
         let block = |o: &BlockOperand| Type::Ref {
             dtype: o.dtype,
             shape: o.ref_shape(),
-            space: MemorySpace::Vmem,
+            space: o.space,
         };
         let types: Vec<Type> = prefetch
             .iter()
@@ -556,7 +574,13 @@ fn block_operand(
     prefetch: &[PrefetchOperand],
 ) -> Result<BlockOperand, TraceError> {
     let what = format!("{role} `{}`", p.name);
-    let (block, loc) = (&spec.block_shape, spec.loc);
+    // An HBM operand is one whole-array block at index 0 (every step sees the same ref).
+    let whole = array.to_vec();
+    let block = match spec.space {
+        MemorySpace::Any => &whole,
+        _ => &spec.block_shape,
+    };
+    let loc = spec.loc;
     if block.len() != array.len() {
         return Err(TraceError::BlockRank {
             what,
@@ -577,6 +601,15 @@ fn block_operand(
                 loc,
             });
         }
+    }
+    if spec.space == MemorySpace::Any && !spec.squeezed.is_empty() {
+        return Err(TraceError::Launch {
+            message: format!(
+                "{what}: an HBM operand (`BlockSpec::any()`) has no blocks, so it has no dims to \
+                 squeeze; slice it with `.at(..)` in the DMA instead"
+            ),
+            loc,
+        });
     }
     if let Some(&d) = spec.squeezed.iter().find(|&&d| block.get(d) != Some(&1)) {
         let message = match block.get(d) {
@@ -604,7 +637,10 @@ fn block_operand(
     let (grid_args, prefetch_args) = args.split_at(grid.len());
     let indices: Vec<Scalar<i32>> = grid_args.iter().copied().map(Scalar::from_val).collect();
     let arrays: Vec<Prefetch<i32>> = prefetch_args.iter().copied().map(Prefetch::new).collect();
-    let results = (spec.map)(&indices, &arrays);
+    let results = match spec.space {
+        MemorySpace::Any => vec![IndexValue::Static(0); block.len()],
+        _ => (spec.map)(&indices, &arrays),
+    };
     if results.len() != block.len() {
         return Err(TraceError::IndexMapRank {
             what,
@@ -623,6 +659,7 @@ fn block_operand(
         block_shape: block.clone(),
         squeezed: spec.squeezed.clone(),
         index_map,
+        space: spec.space,
     })
 }
 

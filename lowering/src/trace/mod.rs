@@ -33,6 +33,7 @@ mod arith;
 mod block_spec;
 mod builder;
 mod control;
+mod dma;
 mod dot;
 mod element;
 mod error;
@@ -51,14 +52,16 @@ pub use arith::{maximum, minimum};
 pub use block_spec::{BlockSpec, IndexMapFn};
 pub use builder::Val;
 pub use control::{
-    __fori, __if_else, __while, fori_loop, when, while_loop, Carry, CarryLeaf, IntoCond, RustValue,
+    __fori, __if_else, __while, fori_loop, run_scoped, when, while_loop, Carry, CarryLeaf,
+    IntoCond, RustValue,
 };
+pub use dma::{async_copy, AsyncCopy, DmaSemaphore, RefWindow};
 pub use dot::{dot, dot_general, dot_i8, dot_t};
 pub use element::{Element, Float, Int, Numeric};
 pub use error::TraceError;
 pub use grid::{num_programs, program_id, range};
 pub use index::{IndexList, IndexValue, IntoIndex};
-pub use launch::{Launch, ScratchSpec, Smem, Vmem};
+pub use launch::{DmaSemaphores, Launch, ScratchSpec, Smem, Vmem};
 pub use math::{abs, ceil, cos, erf, exp, floor, log, rsqrt, sigmoid, sin, sqrt, tanh};
 pub use operand::{Operand, ScalarOperand};
 // The traced program is IR; re-exported here because the launch API returns it.

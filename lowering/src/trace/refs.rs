@@ -4,8 +4,9 @@
 //! method takes `&self` so several closures may use one ref.
 
 use super::builder::{with, Builder, Val};
+use super::dma::{DmaSemaphore, RefWindow};
 use super::element::Element;
-use super::index::IndexList;
+use super::index::{IndexList, IntoIndex};
 use super::operand::{broadcast_to, Operand};
 use super::value::{Scalar, Tile, Traced};
 use crate::ir::{Loc, OpKind, Type};
@@ -60,6 +61,17 @@ macro_rules! ref_type {
                     let src = b.id(self.v, "load_slice", loc);
                     b.emit1(OpKind::LoadSlice { src, starts, sizes: sizes.clone() }, Type::tile(E::DTYPE, sizes), loc)
                 }))
+            }
+
+            /// The window `self[starts ..][..sizes]`, as one side of an `async_copy`.
+            #[track_caller]
+            pub fn at(&self, starts: impl IndexList, sizes: impl Into<Vec<usize>>) -> RefWindow<E> {
+                super::dma::window(self.v, starts, sizes.into(), Loc::caller())
+            }
+
+            /// The whole ref, as one side of an `async_copy`.
+            pub fn all(&self) -> RefWindow<E> {
+                super::dma::whole(self.v)
             }
 
             /// One element as a scalar (the way to read SMEM).
@@ -157,6 +169,16 @@ ref_type!(
 );
 writable!(RefMut);
 writable!(Scratch);
+
+impl Scratch<i32> {
+    /// Semaphore `index` of a DMA semaphore array (scratch `DmaSemaphores::new(n)`), for
+    /// `async_copy`. An index beyond the array is reported at this line (static) or by the
+    /// interpreter (traced).
+    #[track_caller]
+    pub fn sem(&self, index: impl IntoIndex) -> DmaSemaphore {
+        super::dma::semaphore(self.v, index, Loc::caller())
+    }
+}
 ref_type!(
     /// A scalar-prefetch array: the whole array, in SMEM, filled before the grid runs (Pallas'
     /// `PrefetchScalarGridSpec`). Read elements with `load_scalar`, in the body or in an index

@@ -108,6 +108,7 @@ impl Matmul {
             || plan.scratch.len() != 1
             || !plan.prefetch.is_empty()
             || !plan.aliases.is_empty()
+            || plan.manual_dma
             || plan
                 .inputs
                 .iter()
@@ -317,7 +318,7 @@ impl<'p> Eval<'p> {
                 self.refs.insert(*dst, Sym::Other);
                 return Some(());
             }
-            OpKind::Fori { body, .. } | OpKind::While { body, .. } => {
+            OpKind::Fori { body, .. } | OpKind::While { body, .. } | OpKind::RunScoped { body } => {
                 for r in super::body::stored_refs(body) {
                     self.refs.insert(r, Sym::Other);
                 }

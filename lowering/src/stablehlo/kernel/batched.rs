@@ -57,6 +57,9 @@ fn check_layout(plan: &Plan) -> Result<(), String> {
     if !plan.aliases.is_empty() {
         return Err("an output aliases an input (blocks it skips keep the input)".into());
     }
+    if plan.manual_dma {
+        return Err("it copies data by DMA (its steps run one by one)".into());
+    }
     if !plan.prefetch.is_empty() {
         // Data-dependent blocks are no fixed re-layout of the arrays.
         return Err("it has scalar-prefetch arrays (index maps may read them)".into());

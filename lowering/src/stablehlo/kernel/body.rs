@@ -345,6 +345,27 @@ impl<'a> BodyEmitter<'a> {
                 return self.emit_fori(f, op, *lo, *hi, init, body)
             }
             OpKind::While { init, cond, body } => return self.emit_while(f, op, init, cond, body),
+            // The CPU forms run a DMA synchronously: the copy happens at its start and the
+            // wait has nothing left to do (the interpreter checks the start/wait protocol).
+            OpKind::DmaStart(c) => {
+                let w = self.read_window(f, op, c.src, &c.src_starts, &c.sizes)?;
+                return self.write_batched(f, op, c.dst, &c.dst_starts, w);
+            }
+            OpKind::DmaWait(_) => return Ok(()),
+            // Scoped buffers are zeroed tensors for the region's ops, which run inline.
+            OpKind::RunScoped { body } => {
+                for a in &body.args {
+                    let t = self.func.ty(*a);
+                    let zeros = f.full(TensorType::new(t.shape().to_vec(), t.dtype()), 0.0)?;
+                    self.set_ref(*a, zeros, Vec::new());
+                }
+                self.emit_ops(f, &body.ops)?;
+                for (r, y) in op.results.iter().zip(&body.yields) {
+                    let v = self.get(*y)?;
+                    self.vals.insert(*r, v);
+                }
+                return Ok(());
+            }
         };
         let id = op
             .results
@@ -448,7 +469,20 @@ impl<'a> BodyEmitter<'a> {
         starts: &[Offset],
         value: ValueId,
     ) -> Result<(), EmitError> {
-        let (r, v) = (self.ref_state(dst)?, self.get(value)?);
+        let v = self.get(value)?;
+        self.write_batched(f, op, dst, starts, v)
+    }
+
+    /// The ref's contents with the window `v` written at `starts`.
+    fn write_batched(
+        &mut self,
+        f: &mut FuncBuilder,
+        op: &Operation,
+        dst: ValueId,
+        starts: &[Offset],
+        v: Batched,
+    ) -> Result<(), EmitError> {
+        let r = self.ref_state(dst)?;
         let axes: Vec<usize> = r
             .axes
             .iter()
@@ -714,9 +748,16 @@ pub(super) fn stored_refs(region: &Region) -> BTreeSet<ValueId> {
         match &op.kind {
             OpKind::Store { dst, .. }
             | OpKind::StoreSlice { dst, .. }
-            | OpKind::StoreElement { dst, .. } => {
+            | OpKind::StoreElement { dst, .. }
+            | OpKind::DmaStart(crate::ir::DmaCopy { dst, .. }) => {
                 out.insert(*dst);
             }
+            // Its own buffers die with it; what it writes outside is carried like a loop's.
+            OpKind::RunScoped { body } => out.extend(
+                stored_refs(body)
+                    .into_iter()
+                    .filter(|r| !body.args.contains(r)),
+            ),
             k => k
                 .regions()
                 .into_iter()

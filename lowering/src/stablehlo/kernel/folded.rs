@@ -393,7 +393,10 @@ impl Fold<'_> {
             | OpKind::StoreElement { .. }
             | OpKind::If { .. }
             | OpKind::Fori { .. }
-            | OpKind::While { .. } => return Err(Stop::Unfoldable),
+            | OpKind::While { .. }
+            | OpKind::RunScoped { .. }
+            | OpKind::DmaStart(_)
+            | OpKind::DmaWait(_) => return Err(Stop::Unfoldable),
         };
         let id = op
             .results

@@ -29,7 +29,7 @@ mod plan;
 
 pub use error::EmitError;
 
-use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram};
+use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram, OpKind};
 use plan::{Operand, Plan, Scratch};
 
 /// Which StableHLO form to emit.
@@ -141,6 +141,21 @@ fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
             .iter()
             .map(|s| *s == DimensionSemantics::Parallel)
             .collect(),
+        manual_dma: p
+            .inputs
+            .iter()
+            .chain(&p.outputs)
+            .any(|o| o.space == crate::ir::MemorySpace::Any)
+            || has_dma(&p.body.body),
+    })
+}
+
+fn has_dma(r: &crate::ir::Region) -> bool {
+    r.ops.iter().any(|op| {
+        matches!(
+            op.kind,
+            OpKind::DmaStart(_) | OpKind::DmaWait(_) | OpKind::RunScoped { .. }
+        ) || op.kind.regions().into_iter().any(has_dma)
     })
 }
 

@@ -45,6 +45,9 @@ pub(super) struct Plan<'a> {
     pub aliases: Vec<(usize, usize)>,
     /// Per grid axis: true when `parallel`, false when `arbitrary`.
     pub parallel: Vec<bool>,
+    /// HBM operands, DMA ops or scoped scratch: the body moves data itself (or allocates),
+    /// so only the grid loop (which runs it step by step) fits.
+    pub manual_dma: bool,
 }
 
 impl Plan<'_> {

@@ -1,0 +1,111 @@
+//! Scoped scratch (Pallas' `pl.run_scoped`): a VMEM buffer and a DMA semaphore allocated for
+//! one region of the body. The row copy runs exactly on the interpreter and the CPU plugin,
+//! lowers to a `tpu.region` that jaxlib verifies and libtpu compiles for v5e, v6e and tpu7x,
+//! and has the structure Pallas emits for the same kernel.
+
+mod support;
+
+use rand::{Rng, SeedableRng};
+use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
+use tessera_lowering::prelude::*;
+use tessera_lowering::HostTensor;
+use tessera_macros::tpu_kernel;
+use tessera_runtime::{Device, LaunchExt};
+
+const ROWS: usize = 8;
+const LANES: usize = 128;
+
+#[tpu_kernel]
+fn scoped_rows(starts: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
+    let row = starts.load_scalar([program_id(0)]);
+    let block = run_scoped(Vmem::<f32>::new([ROWS, LANES]), |buf: Scratch<f32>| {
+        run_scoped(DmaSemaphores::new(1), |sems: Scratch<i32>| {
+            let load = async_copy(x.at((row, 0), [ROWS, LANES]), buf.all(), sems.sem(0));
+            load.start();
+            load.wait();
+        });
+        buf.load()
+    });
+    o.store(block + 1.0);
+}
+
+fn scoped_launch(n: usize) -> Launch {
+    scoped_rows::launch()
+        .grid([n])
+        .input(BlockSpec::any())
+        .output(BlockSpec::new([ROWS, LANES], |i| (i, 0)), [n * ROWS, LANES])
+}
+
+#[test]
+fn scoped_scratch_has_the_structure_pallas_emits() {
+    let program = scoped_launch(4)
+        .trace_program(&[(DType::I32, vec![4]), (DType::F32, vec![40, LANES])])
+        .expect("traces");
+    let (dir, file) = support::write_mosaic("scoped-pallas", &program);
+    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
+    else {
+        return;
+    };
+    let args: Vec<String> = ["--scoped", "4", "40"].map(String::from).to_vec();
+    let pallas =
+        support::jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
+    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
+    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
+    // No scratch operands (the buffer and semaphore live in the body's `tpu.region`), the
+    // HBM input without a window, the output's window and index map.
+    assert_eq!(
+        ours[&file], pallas["scoped"],
+        "Tessera (left) vs Pallas (right)"
+    );
+    assert_eq!(pallas["scoped"]["scratch_operands"], 0);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn scoped_scratch_rows_match_on_every_device_and_compile_for_tpus() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    let (n, v) = (4, 40);
+    let xs: Vec<f32> = (0..v * LANES).map(|_| rng.gen_range(-4.0..4.0)).collect();
+    let x = HostTensor::from_vec(vec![v, LANES], xs.clone());
+    let starts: Vec<i32> = (0..n)
+        .map(|_| rng.gen_range(0..=(v - ROWS) as i32))
+        .collect();
+    let starts_t = HostTensor::from_vec(vec![n], starts.clone());
+    let want: Vec<f64> = starts
+        .iter()
+        .flat_map(|&s| {
+            let s = s as usize * LANES;
+            xs[s..s + ROWS * LANES].iter().map(|&e| f64::from(e + 1.0))
+        })
+        .collect();
+    let launch = scoped_launch(n);
+    for (device, out) in [
+        ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),
+        ("cpu", launch.run(&cpu(), &[&starts_t, &x])),
+    ] {
+        let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
+        assert_eq!(out[0].to_f64_vec(), want, "{device}");
+    }
+    let program = launch
+        .trace_program(&[(DType::I32, vec![n]), (DType::F32, vec![v, LANES])])
+        .expect("traces");
+    let m = lower_to_mosaic(&program, TpuGeneration::V6e).expect("lowers");
+    for needle in [
+        "\"tpu.region\"",
+        "\"memref.alloca\"",
+        "\"tpu.sem_alloc\"",
+        "\"tpu.yield\"",
+    ] {
+        assert!(m.readable.contains(needle), "{needle} in:\n{}", m.readable);
+    }
+    let (dir, file) = support::write_mosaic("scoped", &program);
+    if let Some(text) = support::jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
+        assert!(text.contains(": OK"), "{text}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+    support::compiles_for_every_topology(&program);
+}
+
+fn cpu() -> Device {
+    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
+}
