@@ -24,7 +24,7 @@ MODEL_PACKAGES := torchvision==0.29.2 transformers==5.23.0
 ZOO_PACKAGES := timm==1.0.31
 SWEEP_JSON := $(TESSERA_CACHE_DIR)/ops-sweep.json
 
-.PHONY: setup sysdeps venv torch python plugin build demo test test-rust test-python ops-coverage models zoo bench soak clean-cache
+.PHONY: setup sysdeps venv torch python python-release plugin build demo test test-rust test-python ops-coverage models zoo bench bench-python soak clean-cache
 
 setup: sysdeps venv
 
@@ -99,6 +99,21 @@ $(VENV)/.zoo: $(VENV)/.torch2
 
 bench: plugin
 	$(CARGO) bench --bench runtime --bench kernels
+
+# The bridge built with optimizations, as `pip install ./python` builds it for users (`make
+# python` builds it unoptimized for the tests: the device's per-op time is ~5x higher there).
+# Unpacked into RELEASE_PY, which the Python benches put first on PYTHONPATH.
+RELEASE_PY := $(TESSERA_CACHE_DIR)/python-release
+python-release: torch
+	cd python && VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH CARGO_TARGET_DIR=$(ROOT)/target/release-bridge \
+	  maturin build --release -q -o $(RELEASE_PY)/wheel
+	rm -rf $(RELEASE_PY)/tessera && $(PY) -m zipfile -e $$(ls -t $(RELEASE_PY)/wheel/tessera-*.whl | head -1) $(RELEASE_PY)
+
+# Per-op costs of the tpu device, kernel ops and torch.compile, side by side with torch and JAX.
+bench-python: plugin python-release
+	PYTHONPATH=$(RELEASE_PY):$(ROOT)/python $(PY) python/tools/bench_device.py
+	PYTHONPATH=$(RELEASE_PY):$(ROOT)/python $(PY) python/tools/bench_custom_op.py
+	PYTHONPATH=$(RELEASE_PY):$(ROOT)/python $(PY) python/tools/bench_compile.py
 
 # Resident memory over 10,000 distinct shapes (~18 min of compiles; make test runs 520).
 soak: plugin
