@@ -16,9 +16,8 @@ use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::{Device, LaunchExt, TpuTarget};
+use tessera_runtime::{Device, LaunchExt};
 
-const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
 const ROWS: usize = 8;
 const LANES: usize = 128;
 
@@ -131,18 +130,8 @@ fn blocks_prefetched_by_dma_across_grid_steps_match_on_every_device() {
     let program = launch
         .trace_program(&[(DType::I32, vec![n]), (DType::F32, vec![v, ROWS, LANES])])
         .expect("traces");
-    let (dir, file) = support::write_mosaic("prefetched", &program);
-    if let Some(text) = support::jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
-        assert!(text.contains(": OK"), "{text}");
-    }
-    std::fs::remove_dir_all(dir).ok();
-    for topology in TOPOLOGIES {
-        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
-        let out = target
-            .compile_program(&program)
-            .unwrap_or_else(|e| panic!("prefetched_blocks on {topology}: {e}"));
-        assert!(out.code_bytes > 0, "{topology}");
-    }
+    support::check_mosaic_of("prefetched", &program);
+    support::compiles_for_every_topology(&program);
 }
 
 /// `dma_rows` with a blocked output and its VMEM buffer and DMA semaphore scoped to the body
@@ -206,18 +195,8 @@ fn an_in_place_cache_append_by_dma_keeps_unwritten_rows_on_every_device() {
         .map(|t| (t.dtype(), t.shape().to_vec()))
         .collect();
     let program = launch.trace_program(&types).expect("traces");
-    let (dir, file) = support::write_mosaic("append", &program);
-    if let Some(text) = support::jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
-        assert!(text.contains(": OK"), "{text}");
-    }
-    std::fs::remove_dir_all(dir).ok();
-    for topology in TOPOLOGIES {
-        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
-        let out = target
-            .compile_program(&program)
-            .unwrap_or_else(|e| panic!("append_rows on {topology}: {e}"));
-        assert!(out.code_bytes > 0, "{topology}");
-    }
+    support::check_mosaic_of("append", &program);
+    support::compiles_for_every_topology(&program);
 }
 
 fn cpu() -> Device {
@@ -302,12 +281,7 @@ fn the_dma_kernel_lowers_to_enqueue_and_wait_on_hbm_refs() {
 
 #[test]
 fn the_dma_kernel_mosaic_verifies_with_jaxlib() {
-    let (dir, file) = support::write_mosaic("verify", &program());
-    let Some(text) = support::jax_tool("check_mosaic.py", std::slice::from_ref(&file)) else {
-        return;
-    };
-    assert!(text.contains(": OK"), "{text}");
-    std::fs::remove_dir_all(dir).ok();
+    support::check_mosaic_of("verify", &program());
 }
 
 #[test]
@@ -335,11 +309,5 @@ fn the_dma_kernel_has_the_structure_pallas_emits() {
 
 #[test]
 fn the_dma_kernel_compiles_with_libtpu_for_three_generations() {
-    for topology in TOPOLOGIES {
-        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
-        let out = target
-            .compile_program(&program())
-            .unwrap_or_else(|e| panic!("dma_rows on {topology}: {e}"));
-        assert!(out.code_bytes > 0, "{topology}");
-    }
+    support::compiles_for_every_topology(&program());
 }

@@ -180,36 +180,17 @@ fn float_group_offsets_are_reported_at_the_run_call() {
     );
 }
 
-/// `tools/<tool> args` under the jax Python; `None` (skipped) without one.
-fn jax_tool(tool: &str, args: &[String]) -> Option<String> {
-    let py = support::jax_python()?;
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tools")
-        .join(tool);
-    let out = support::output(std::process::Command::new(py).arg(path).args(args));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{tool}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(text)
-}
-
 #[test]
 fn grouped_matmul_has_the_structure_pallas_emits() {
-    let dir = std::env::temp_dir().join(format!("tessera-gmm-pallas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("gmm.mlir");
-    let m = lower_to_mosaic(&program(), TpuGeneration::V5e).unwrap();
-    std::fs::write(&file, &m.serialized).unwrap();
-    let file = file.to_string_lossy().to_string();
-    let Some(ours) = jax_tool("pallas_structure.py", &["--module".into(), file.clone()]) else {
+    let (dir, file) = support::write_mosaic("gmm-pallas", &program());
+    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
+    else {
         return;
     };
     // The same problem as `program()`: m, k, n, groups.
     let args = ["--gmm", "64", "128", "256", "4"].map(String::from);
-    let pallas = jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
+    let pallas =
+        support::jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
     let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
     let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
     // Same grid, semantics, scalar-prefetch and scratch counts, argument types (grid

@@ -9,16 +9,14 @@
 mod support;
 
 use rand::{Rng, SeedableRng};
-use std::process::Command;
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
 use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::{Device, LaunchExt, TpuTarget};
+use tessera_runtime::{Device, LaunchExt};
 
-const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
 /// Query heads (one f32 sublane tile), head dim and page size (one lane tile each).
 const H: usize = 8;
 const D: usize = 128;
@@ -275,40 +273,17 @@ fn paged_attention_mosaic_verifies_with_jaxlib() {
     let Some(py) = support::jax_python() else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("tessera-paged-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("paged_attention.mlir");
-    std::fs::write(&file, &m.serialized).unwrap();
-    let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
-    let out = support::output(Command::new(py).arg(tool).arg(&file));
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && text.contains(": OK"),
-        "jaxlib rejects it:\n{text}"
-    );
-    std::fs::remove_dir_all(dir).ok();
+    support::verify_mosaic(&py, "paged", "paged_attention.mlir", &m.serialized);
 }
 
 #[test]
 fn paged_attention_compiles_with_libtpu_for_three_generations() {
-    for topology in TOPOLOGIES {
-        let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
-        let out = target
-            .compile_program(&program())
-            .unwrap_or_else(|e| panic!("paged_attention on {topology}: {e}"));
-        assert!(out.code_bytes > 0, "{topology}");
-    }
+    support::compiles_for_every_topology(&program());
 }
 
 #[test]
 fn paged_attention_has_the_structure_pallas_emits() {
-    let dir = std::env::temp_dir().join(format!("tessera-paged-pallas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("paged.mlir");
-    let m = lower_to_mosaic(&program(), TpuGeneration::V5e).unwrap();
-    std::fs::write(&file, &m.serialized).unwrap();
-    let file = file.to_string_lossy().to_string();
+    let (dir, file) = support::write_mosaic("paged-pallas", &program());
     let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
     else {
         return;

@@ -17,7 +17,6 @@ use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
 use tessera_runtime::{Device, LaunchExt, RuntimeError, TpuTarget};
 
-const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
 /// Rows per gathered block: one f32 sublane tile.
 const ROWS: usize = 8;
 const LANES: usize = 128;
@@ -196,7 +195,7 @@ fn scalar_prefetch_kernels_mosaic_verifies_with_jaxlib() {
 
 #[test]
 fn scalar_prefetch_kernels_compile_with_libtpu_for_three_generations() {
-    for topology in TOPOLOGIES {
+    for topology in support::TOPOLOGIES {
         let target = TpuTarget::aot(topology).unwrap_or_else(|e| panic!("{topology}: {e}"));
         for (name, program) in programs() {
             let out = target
@@ -274,29 +273,6 @@ fn a_prefetched_block_index_out_of_range_is_an_error_on_the_interpreter() {
     assert!(text.contains("scalar_prefetch_tests.rs"), "{text}");
 }
 
-/// Runs `tools/<tool>` with `args` through `$TESSERA_JAX_PYTHON`; `None` where it is unset.
-fn jax_tool(tool: &str, args: &[String]) -> Option<String> {
-    let Some(py) = std::env::var_os("TESSERA_JAX_PYTHON").filter(|p| !p.is_empty()) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the jaxlib checks: set TESSERA_JAX_PYTHON"
-        );
-        eprintln!("skipped: set TESSERA_JAX_PYTHON to a Python with jax");
-        return None;
-    };
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tools")
-        .join(tool);
-    let out = support::output(Command::new(py).arg(path).args(args));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{tool}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(text)
-}
-
 #[test]
 fn the_gather_has_the_structure_pallas_emits() {
     let (n_out, v) = (4, 6);
@@ -306,16 +282,12 @@ fn the_gather_has_the_structure_pallas_emits() {
             (DType::F32, vec![v * ROWS, LANES]),
         ])
         .expect("traces");
-    let dir = std::env::temp_dir().join(format!("tessera-prefetch-pallas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("gather.mlir");
-    let m = lower_to_mosaic(&program, TpuGeneration::V5e).unwrap();
-    std::fs::write(&file, &m.serialized).unwrap();
-    let file = file.to_string_lossy().to_string();
-    let Some(ours) = jax_tool("pallas_structure.py", &["--module".into(), file.clone()]) else {
+    let (dir, file) = support::write_mosaic("prefetch-pallas", &program);
+    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
+    else {
         return;
     };
-    let pallas = jax_tool(
+    let pallas = support::jax_tool(
         "pallas_structure.py",
         &["--gather".into(), n_out.to_string(), v.to_string()],
     )

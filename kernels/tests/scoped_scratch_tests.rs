@@ -98,11 +98,7 @@ fn scoped_scratch_rows_match_on_every_device_and_compile_for_tpus() {
     ] {
         assert!(m.readable.contains(needle), "{needle} in:\n{}", m.readable);
     }
-    let (dir, file) = support::write_mosaic("scoped", &program);
-    if let Some(text) = support::jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
-        assert!(text.contains(": OK"), "{text}");
-    }
-    std::fs::remove_dir_all(dir).ok();
+    support::check_mosaic_of("scoped", &program);
     support::compiles_for_every_topology(&program);
 }
 

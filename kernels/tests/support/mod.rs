@@ -103,3 +103,13 @@ pub fn write_mosaic(
     let path = file.to_string_lossy().to_string();
     (dir, path)
 }
+
+/// Writes `program`'s Mosaic (for v5e) and verifies it with jaxlib's tpu dialect
+/// (tools/check_mosaic.py); skipped where [`jax_python`] is unset (outside CI).
+pub fn check_mosaic_of(tag: &str, program: &tessera_lowering::trace::KernelProgram) {
+    let (dir, file) = write_mosaic(tag, program);
+    if let Some(text) = jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
+        assert!(text.contains(": OK"), "{text}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
