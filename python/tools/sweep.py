@@ -243,6 +243,17 @@ def direct_overloads(table, opinfo):
     return [n for n in table if n == base or n.startswith(base + ".")]
 
 
+def draw_samples(opinfo, dtype, requires_grad, *seed):
+    """Up to 2 * CAP of an OpInfo's samples in `dtype`, the draw seeded from `seed` (OpInfo
+    would reseed every sample with one constant); None where the OpInfo cannot make them."""
+    seed_for(*seed)
+    try:
+        return list(itertools.islice(
+            opinfo.sample_inputs("cpu", dtype, requires_grad=requires_grad, set_seed=False), 2 * CAP))
+    except Exception:
+        return None
+
+
 def sweep_opinfo(table, res, only=None, log=print, exact=False):
     """Every OpInfo of op_db, in its order. A focused run (`only`) walks the OpInfos that may
     reach `only` by name; with `exact`, all of them, so an op gets exactly its full-run samples."""
@@ -269,12 +280,8 @@ def sweep_opinfo(table, res, only=None, log=print, exact=False):
                 continue
             if reached and not any(res.want(n, dtype, src) for n in reached for src in ("opinfo", "direct")):
                 continue
-            # OpInfo would reseed every sample with one constant; the sweep seeds the draw.
-            seed_for("opinfo", *label, dtype)
-            try:
-                samples = list(itertools.islice(
-                    opinfo.sample_inputs("cpu", dtype, requires_grad=False, set_seed=False), 2 * CAP))
-            except Exception:
+            samples = draw_samples(opinfo, dtype, False, "opinfo", *label, dtype)
+            if samples is None:
                 continue
             for k, s in enumerate(samples):
                 # Composites draw inside (dropout's mask): seeded per sample too.
@@ -317,11 +324,8 @@ def sweep_backward(table, res, opinfo, only, label, overrides):
     for dtype in BACKWARD_DTYPES:
         if dtype not in opinfo.supported_backward_dtypes("cpu"):
             continue
-        seed_for("opinfo-backward", *label, dtype)
-        try:
-            samples = list(itertools.islice(
-                opinfo.sample_inputs("cpu", dtype, requires_grad=True, set_seed=False), 2 * CAP))
-        except Exception:
+        samples = draw_samples(opinfo, dtype, True, "opinfo-backward", *label, dtype)
+        if samples is None:
             continue
         reached = set()
         for k, s in enumerate(samples):
