@@ -205,23 +205,8 @@ fn cpu() -> Device {
 
 #[test]
 fn rows_copied_by_dma_at_prefetched_offsets_match_on_every_device() {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
     let (n, v) = (5, 64);
-    let xs: Vec<f32> = (0..v * LANES).map(|_| rng.gen_range(-4.0..4.0)).collect();
-    let x = HostTensor::from_vec(vec![v, LANES], xs.clone());
-    // Any row offset (not only multiples of 8), repeats allowed.
-    let starts: Vec<i32> = (0..n)
-        .map(|_| rng.gen_range(0..=(v - ROWS) as i32))
-        .collect();
-    let starts_t = HostTensor::from_vec(vec![n], starts.clone());
-    // x + 1 is exact in f32 for these values.
-    let want: Vec<f64> = starts
-        .iter()
-        .flat_map(|&s| {
-            let s = s as usize * LANES;
-            xs[s..s + ROWS * LANES].iter().map(|&e| f64::from(e + 1.0))
-        })
-        .collect();
+    let (starts_t, x, want) = support::row_blocks_plus_one(5, n, v, ROWS, LANES);
     let launch = dma_launch(n);
     let runs = [
         ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),

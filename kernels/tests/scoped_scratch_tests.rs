@@ -5,10 +5,8 @@
 
 mod support;
 
-use rand::{Rng, SeedableRng};
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
-use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
 use tessera_runtime::{Device, LaunchExt};
 
@@ -63,21 +61,8 @@ fn scoped_scratch_has_the_structure_pallas_emits() {
 
 #[test]
 fn scoped_scratch_rows_match_on_every_device_and_compile_for_tpus() {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
     let (n, v) = (4, 40);
-    let xs: Vec<f32> = (0..v * LANES).map(|_| rng.gen_range(-4.0..4.0)).collect();
-    let x = HostTensor::from_vec(vec![v, LANES], xs.clone());
-    let starts: Vec<i32> = (0..n)
-        .map(|_| rng.gen_range(0..=(v - ROWS) as i32))
-        .collect();
-    let starts_t = HostTensor::from_vec(vec![n], starts.clone());
-    let want: Vec<f64> = starts
-        .iter()
-        .flat_map(|&s| {
-            let s = s as usize * LANES;
-            xs[s..s + ROWS * LANES].iter().map(|&e| f64::from(e + 1.0))
-        })
-        .collect();
+    let (starts_t, x, want) = support::row_blocks_plus_one(13, n, v, ROWS, LANES);
     let launch = scoped_launch(n);
     for (device, out) in [
         ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),

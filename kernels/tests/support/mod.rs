@@ -113,3 +113,38 @@ pub fn check_mosaic_of(tag: &str, program: &tessera_lowering::trace::KernelProgr
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A row-block case over an f32 `[v, lanes]` array of seeded values in [-4, 4): `n` row
+/// offsets (any row, not only multiples of 8; repeats allowed) of `rows`-row blocks, and what a
+/// kernel copying each block out plus 1 gives (exact in f32), as f64. Returns (offsets as an
+/// i32 tensor, the array, the expected output).
+pub fn row_blocks_plus_one(
+    seed: u64,
+    n: usize,
+    v: usize,
+    rows: usize,
+    lanes: usize,
+) -> (
+    tessera_lowering::HostTensor,
+    tessera_lowering::HostTensor,
+    Vec<f64>,
+) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let xs: Vec<f32> = (0..v * lanes).map(|_| rng.gen_range(-4.0..4.0)).collect();
+    let starts: Vec<i32> = (0..n)
+        .map(|_| rng.gen_range(0..=(v - rows) as i32))
+        .collect();
+    let want: Vec<f64> = starts
+        .iter()
+        .flat_map(|&s| {
+            let s = s as usize * lanes;
+            xs[s..s + rows * lanes].iter().map(|&e| f64::from(e + 1.0))
+        })
+        .collect();
+    (
+        tessera_lowering::HostTensor::from_vec(vec![n], starts),
+        tessera_lowering::HostTensor::from_vec(vec![v, lanes], xs),
+        want,
+    )
+}
