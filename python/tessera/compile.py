@@ -17,7 +17,7 @@ import torch
 
 from . import _native
 from .device.dispatch import _count_fallback
-from .device.tensor import _wrap
+from .device.tensor import _ref_meta, _Storage, _value_of_meta, _wrap
 from .device.dispatch import _native_arg as _device_arg
 from .ops import _DTYPES, _TORCH_DTYPES
 
@@ -40,6 +40,12 @@ def _native_arg(v):
     everything else as the device converts it."""
     if isinstance(v, torch.Tensor) and v.device.type == "cpu":
         return _upload(v)
+    if isinstance(v, torch.Tensor) and v.device.type == "meta":
+        # The inner tensor of a tpu tensor input (AOTAutograd passes those): its device value.
+        value = _value_of_meta(v)
+        if value is None:
+            raise _native.ArgumentError("tessera compile: a meta tensor input that is no tpu tensor's")
+        return value
     if isinstance(v, (list, tuple)):
         return [_native_arg(x) for x in v]
     return _device_arg(v)
@@ -205,12 +211,33 @@ class _Program:
             fn = _native.CompiledFunction(lambda inputs: self._interpret(inputs, numbers, plan))
             self.programs[key] = (fn, plan)
         fn, plan = self.programs[key]
-        outs = fn([_native_arg(a) for a in args if isinstance(a, torch.Tensor)])
-        take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
-                "program": lambda k: _download(outs[k]), "saved": lambda k: _wrap(outs[k])}
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        outs = fn([_native_arg(a) for a in tensors])
+        if any(a.device.type == "meta" for a in tensors):
+            # Traced from tpu tensors (their inner meta tensors are the inputs): every result
+            # stays on the device, returned as the inner tensor of a new tpu tensor.
+            device_out = lambda k: _device_out(outs[k])
+            take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
+                    "program": device_out, "saved": device_out}
+        else:
+            take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
+                    "program": lambda k: _download(outs[k]), "saved": lambda k: _wrap(outs[k])}
         res = [take[p[0]](*p[1:]) for p in plan]
         args.clear()  # boxed calling convention: the caller's list is ours to free
         return res
+
+
+def _device_out(e):
+    """Eager value `e` as the inner tensor of a tpu tensor (AOTAutograd wraps it in one)."""
+    n = 1
+    for d in e.shape:
+        n *= d
+    dtype = _TORCH_DTYPES[e.dtype]
+    strides, acc = [], 1
+    for d in reversed(e.shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return _ref_meta(_Storage(e, n, dtype), list(e.shape), strides[::-1], 0)
 
 
 def _compile_graph(gm, example_inputs):
@@ -233,9 +260,18 @@ def backend(gm, example_inputs):
                         decompositions=decompositions)(gm, example_inputs)
 
 
-def register():
-    from torch._dynamo import list_backends, register_backend
+_skipped = []
 
+
+def register():
+    from torch._dynamo import list_backends, register_backend, trace_rules
+
+    # Tessera's Python (the tpu device's dispatch and factories, this backend) runs as it is:
+    # called from C++ in the eager code around a graph break, a frame of it would otherwise
+    # be compiled by Dynamo, which cannot trace into the native runtime.
+    if not _skipped:
+        trace_rules.add("tessera")
+        _skipped.append(True)
     for name in ("tessera", "tpu"):
         if name not in list_backends(exclude_tags=()):
             register_backend(backend, name=name)

@@ -8,7 +8,7 @@ import os
 import pytest
 
 SUBSET = ["classic/cnn", "classic/lstm", "transformers/bert"]
-MODES = ["strict", "debug", "defer", "compiled"]
+MODES = ["strict", "debug", "defer", "compiled", "compiled_tpu"]
 
 
 @pytest.fixture(scope="module")

@@ -63,6 +63,12 @@ CLAIMED = [
 CAP = int(os.environ.get("TESSERA_SWEEP_CAP", "6"))
 # TESSERA_SWEEP_SEED varies the samples on purpose; every draw is seeded from it (seed_for).
 SEED = int(os.environ.get("TESSERA_SWEEP_SEED", "0"))
+# Worker processes (TESSERA_SWEEP_WORKERS): the OpInfos and generated ops are dealt round-robin
+# to this many shards, each walked in its own process. A fixed number, not the machine's core
+# count, so the samples depend only on (seed, workers): the per-(op, dtype, source) cap counts
+# per shard, and an op reached from OpInfos of two shards gets both shards' samples. 2 halves
+# the gate's wall time on the 2-core CI machine (the walk is one busy core per process).
+WORKERS = int(os.environ.get("TESSERA_SWEEP_WORKERS", "2"))
 
 
 class Results:
@@ -254,16 +260,19 @@ def draw_samples(opinfo, dtype, requires_grad, *seed):
         return None
 
 
-def sweep_opinfo(table, res, only=None, log=print, exact=False):
-    """Every OpInfo of op_db, in its order. A focused run (`only`) walks the OpInfos that may
-    reach `only` by name; with `exact`, all of them, so an op gets exactly its full-run samples."""
+def sweep_opinfo(table, res, only=None, log=print, exact=False, shard=(0, 1)):
+    """Every OpInfo of op_db in shard `shard` = (k, n) (the k-th of every n), in op_db's order.
+    A focused run (`only`) walks the OpInfos that may reach `only` by name; with `exact`, all
+    of them, so an op gets exactly its full-run samples."""
     from torch.testing._internal.common_methods_invocations import op_db
 
     # No wall-clock budget unless one is asked for (TESSERA_SWEEP_BUDGET_S): a walk cut by time
     # would test fewer ops on a slower or busier machine, and the gate must not depend on that.
     budget = os.environ.get("TESSERA_SWEEP_BUDGET_S")
     deadline = time.time() + float(budget) if budget else None
-    for opinfo in op_db:
+    for i, opinfo in enumerate(op_db):
+        if i % shard[1] != shard[0]:
+            continue
         if deadline is not None and time.time() > deadline:
             log("sweep: TESSERA_SWEEP_BUDGET_S spent, OpInfo walk stopped early (ops not reached show as untested)")
             break
@@ -367,11 +376,11 @@ def _aten(name):
     return getattr(getattr(torch.ops.aten, n), ov or "default")
 
 
-def sweep_generated(table, res, only=None):
+def sweep_generated(table, res, only=None, shard=(0, 1)):
     import samples
 
-    for name, gen in samples.GENERATED.items():
-        if name not in table or (only is not None and name not in only):
+    for i, (name, gen) in enumerate(samples.GENERATED.items()):
+        if i % shard[1] != shard[0] or name not in table or (only is not None and name not in only):
             continue
         func = _aten(name)
         seed_for("generated", name)
@@ -480,29 +489,105 @@ def _as_written(expected, got):
     return expected
 
 
-def run(only=None, out=None, log=print, exact=False):
-    table = {t["name"]: t for t in tops.table()}
-    warnings.filterwarnings("ignore")
-    res = Results()
+def run(only=None, out=None, log=print, exact=False, workers=None):
+    """The sweep (or the ops in `only`), in `workers` processes (default TESSERA_SWEEP_WORKERS);
+    the merged report, also written to `out`."""
+    workers = WORKERS if workers is None else workers
     if only is not None:
+        table = {t["name"]: t for t in tops.table()}
         only = set(only) | {table[n]["functional"] for n in only if n in table and table[n]["functional"]}
     start = time.time()
-    sweep_opinfo(table, res, only, log, exact)
-    sweep_generated(table, res, only)
-    sweep_variants(table, res, only)
-    wall = time.time() - start
+    if workers <= 1:
+        parts = [run_shard(only, log, exact, (0, 1))]
+    else:
+        parts = _run_shards(only, exact, workers)
     report = {
         "torch_version": torch.__version__.split("+")[0],
-        "wall_s": round(wall, 1),
+        "wall_s": round(time.time() - start, 1),
         "cap_per_op_dtype": CAP,
         "seed": SEED,
-        "ops": res.to_json(),
-        "torch_inconsistent": dict(sorted(res.inconsistent.items())),
-        # known_differences.py: mismatches with torch's own result judged by another oracle.
-        "known_differences": res.known_json(),
+        "workers": max(workers, 1),
+        **_merge(parts),
     }
     if out:
         with open(out, "w") as f:
             json.dump(report, f, indent=1)
             f.write("\n")
     return report
+
+
+def run_shard(only, log, exact, shard):
+    """One shard's walk: its OpInfos, its generated ops, and the in-place and out variants of
+    the functional ops whose samples it collected."""
+    table = {t["name"]: t for t in tops.table()}
+    warnings.filterwarnings("ignore")
+    res = Results()
+    sweep_opinfo(table, res, only, log, exact, shard)
+    sweep_generated(table, res, only, shard)
+    sweep_variants(table, res, only)
+    return {
+        "ops": res.to_json(),
+        "torch_inconsistent": dict(sorted(res.inconsistent.items())),
+        # known_differences.py: mismatches with torch's own result judged by another oracle.
+        "known_differences": res.known_json(),
+    }
+
+
+def _run_shards(only, exact, workers):
+    """Each shard in a process of its own (`python sweep.py --shard K N`); a shard that crashes
+    or fails is an error naming it, its output passed through."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tessera-sweep-") as tmp:
+        spec = os.path.join(tmp, "spec.json")
+        with open(spec, "w") as f:
+            json.dump({"only": None if only is None else sorted(only), "exact": exact}, f)
+        procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--shard", str(k), str(workers), spec,
+                                   os.path.join(tmp, f"part{k}.json")]) for k in range(workers)]
+        codes = [p.wait() for p in procs]
+        bad = [f"shard {k}/{workers} exited with {c}" for k, c in enumerate(codes) if c != 0]
+        if bad:
+            raise RuntimeError("sweep: " + "; ".join(bad) + " (its output is above)")
+        parts = []
+        for k in range(workers):
+            with open(os.path.join(tmp, f"part{k}.json")) as f:
+                parts.append(json.load(f))
+        return parts
+
+
+def _merge(parts):
+    """The shards' results as one: counts summed, dtypes joined, the first errors kept."""
+    ops, inconsistent, known = {}, defaultdict(int), defaultdict(lambda: defaultdict(int))
+    for part in parts:
+        for name, r in part["ops"].items():
+            m = ops.setdefault(name, {"passed": 0, "failed": 0, "dtypes": set(), "errors": []})
+            m["passed"] += r["passed"]
+            m["failed"] += r["failed"]
+            m["dtypes"].update(r["dtypes"])
+            m["errors"] = (m["errors"] + r["errors"])[:4]
+        for name, n in part["torch_inconsistent"].items():
+            inconsistent[name] += n
+        for name, kinds in part["known_differences"].items():
+            for kind, n in kinds.items():
+                known[name][kind] += n
+    return {
+        "ops": {k: {**v, "dtypes": sorted(v["dtypes"])} for k, v in sorted(ops.items())},
+        "torch_inconsistent": dict(sorted(inconsistent.items())),
+        "known_differences": {k: dict(sorted(v.items())) for k, v in sorted(known.items())},
+    }
+
+
+if __name__ == "__main__":
+    # A shard worker of `_run_shards`: --shard K N SPEC OUT.
+    import sys
+
+    _, flag, k, n, spec, part = sys.argv
+    assert flag == "--shard", sys.argv
+    with open(spec) as f:
+        spec = json.load(f)
+    only = None if spec["only"] is None else set(spec["only"])
+    result = run_shard(only, print, spec["exact"], (int(k), int(n)))
+    with open(part, "w") as f:
+        json.dump(result, f)

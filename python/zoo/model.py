@@ -79,8 +79,9 @@ def judge(got, want, want64):
     return ok, f"rel err {err32:.2e} vs torch f32, {err64:.2e} vs f64 (torch f32: {torch_err:.2e})"
 
 
-def compiled(entry, model, kw, want, want64):
-    """torch.compile(backend="tessera"): status, graph count and fallbacks into `entry`."""
+def compiled(entry, model, kw, want, want64, mode="compiled"):
+    """torch.compile(backend="tessera"), of the model on CPU tensors (`compiled`) or moved to
+    the tpu device (`compiled_tpu`): status, graph count and fallbacks into `entry`."""
     import torch._dynamo
     from tessera import compile as tc
 
@@ -88,20 +89,26 @@ def compiled(entry, model, kw, want, want64):
     torch._dynamo.reset()
     before = tc.report()
     try:
+        if mode == "compiled_tpu":
+            import tessera.torch  # noqa: F401 - the tpu device
+
+            model = copy.deepcopy(model).to("tpu")
+            kw = {k: v.to("tpu") for k, v in kw.items()}
         got = forward(torch.compile(model, backend="tessera"), kw)
+        got = got.cpu() if got is not None else None
     except Exception as e:  # noqa: BLE001 - reported per model
-        entry["status"]["compiled"] = "fail"
-        entry["compiled_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        entry["status"][mode] = "fail"
+        entry[f"{mode}_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         return
     after = tc.report()
-    entry["compiled_graphs"] = after.get("graphs", 0) - before.get("graphs", 0)
+    entry[f"{mode}_graphs"] = after.get("graphs", 0) - before.get("graphs", 0)
     fallbacks = {k: v - before["fallbacks"].get(k, 0) for k, v in after["fallbacks"].items()
                  if v > before["fallbacks"].get(k, 0)}
     if fallbacks:
-        entry["compiled_fallbacks"] = fallbacks
+        entry[f"{mode}_fallbacks"] = fallbacks
     ok, detail = judge(got, want, want64)
-    entry["status"]["compiled"] = "match" if ok else "run"
-    entry["compiled_detail"] = detail
+    entry["status"][mode] = "match" if ok else "run"
+    entry[f"{mode}_detail"] = detail
 
 
 def on_device(entry, mode, model, kw, want, want64):
@@ -155,8 +162,8 @@ def evaluate(name, modes):
 
     table = {t["name"] for t in tops.table()}
     for mode in modes:
-        if mode == "compiled":
-            compiled(entry, model, kw, want, want64)
+        if mode in ("compiled", "compiled_tpu"):
+            compiled(entry, model, kw, want, want64, mode)
             continue
         if mode in ("strict", "debug", "defer"):
             on_device(entry, mode, model, kw, want, want64)

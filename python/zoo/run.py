@@ -11,6 +11,8 @@ Modes:
   (listed per model as `<mode>_fallbacks`; the model still runs).
 - `compiled`: `torch.compile(model, backend="tessera")`: each graph one traced program
   (python/tessera/compile.py); ops the table lacks fall back to torch CPU (reported).
+- `compiled_tpu`: the same, of the model and inputs moved to the `tpu` device (parameters and
+  results stay on the device).
 Per model and mode the status is `match` (ran, output within tolerance of torch CPU), `run`
 (ran, output differs) or `fail` (an op missing from Tessera's table, refused by it, or an
 error), with the first failing op. Models torch itself cannot build or run are `skip`.
@@ -25,7 +27,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODES = ["route", "strict", "debug", "defer", "compiled"]
+MODES = ["route", "strict", "debug", "defer", "compiled", "compiled_tpu"]
 
 
 class Worker:

@@ -157,13 +157,16 @@ _RNN_OPS = [
 
 
 def _register_rnns():
+    import torch._dynamo
     from torch._decomp import decomposition_table
 
     lib = torch.library.Library("aten", "IMPL")
     for name in _RNN_OPS:
         base, overload = name.split(".")
         decomposed = decomposition_table[getattr(getattr(torch.ops.aten, base), overload)]
-        lib.impl(name, decomposed, "AutogradPrivateUse1")
+        # Not traced by Dynamo: called from C++ in the eager code around a graph break (Dynamo
+        # does not compile RNNs), its frame would be compiled down into Tessera's dispatch.
+        lib.impl(name, torch._dynamo.disable(decomposed, recursive=True), "AutogradPrivateUse1")
     return lib
 
 

@@ -29,6 +29,8 @@ from .tensor import (
     _wrap,
     _write,
     _zeros,
+    _traced,
+    _TRACED,
     device,
     sync_for_thread,
 )
@@ -128,6 +130,8 @@ def _on_autograd_thread():
 
 
 def dispatch(func, args, kwargs):
+    if _traced[0] and _has_traced(args, kwargs):
+        return _traced_op(func, args, kwargs)
     try:
         return _dispatch_op(func, args, kwargs)
     except Exception as e:
@@ -136,6 +140,42 @@ def dispatch(func, args, kwargs):
         if not _on_autograd_thread():
             raise
         return _failed(func, args, kwargs, e)
+
+
+def _is_traced(v):
+    return type(v) is TpuTensor and v._storage_.error is _TRACED
+
+
+def _has_traced(args, kwargs):
+    for v in (*args, *kwargs.values()):
+        if _is_traced(v) or (isinstance(v, (list, tuple)) and any(map(_is_traced, v))):
+            return True
+    return False
+
+
+def _traced_op(func, args, kwargs):
+    """An op on torch.compile's traced device tensors (Dynamo's fake tensors, AOTAutograd's
+    functional ones): run on their inner tensors, so the trace records it there; results are
+    traced device tensors (an op returning an input, as in-place ops do, returns that input)."""
+    inner_of = {}
+
+    def inner(v):
+        if isinstance(v, TpuTensor):
+            m = v._meta
+            inner_of[id(m)] = v
+            return m
+        return v
+
+    out = func(*_tree_map(inner, list(args)), **{k: _tree_map(inner, v) for k, v in kwargs.items()})
+
+    def outer(o):
+        if not isinstance(o, torch.Tensor):
+            return o
+        if id(o) in inner_of:
+            return inner_of[id(o)]
+        return TpuTensor.__tensor_unflatten__({"_meta": o}, (o.storage_offset(),), o.shape, o.stride())
+
+    return _tree_map(outer, out)
 
 
 def _failed(func, args, kwargs, error):

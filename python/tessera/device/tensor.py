@@ -79,16 +79,41 @@ class TpuTensor(torch.Tensor):
             (_to_cpu(self), self.dtype, str(self.device), self.requires_grad),
         )
 
-    # A traceable wrapper subclass (no inner tensors: the storage is the context), so that
-    # `nn.Module.to("tpu")` swaps each parameter in place (`torch.utils.swap_tensors`) instead of
-    # making new Parameter objects, which would untie shared weights (GPT-2's embedding and head).
+    # A traceable wrapper subclass, so that `nn.Module.to("tpu")` swaps each parameter in place
+    # (`torch.utils.swap_tensors`) instead of making new Parameter objects, which would untie
+    # shared weights (GPT-2's embedding and head), and so that torch.compile traces models on
+    # the device: the one inner tensor is a meta tensor of the same size and strides (what
+    # Dynamo and AOTAutograd fake-ify and trace; `__torch_dispatch__` runs a traced tensor's
+    # ops on it, see `_traced_op`), and a real tensor's meta carries its storage and offset
+    # (`_tessera_ref`), so the compiled program finds the device value of each input it gets
+    # and each output it returns comes back as a tpu tensor (tessera/compile.py).
     def __tensor_flatten__(self):
-        return [], (self._storage_, self.stride(), self.storage_offset())
+        return ["_meta"], (self.storage_offset(),)
+
+    @property
+    def _meta(self):
+        m = self.__dict__.get("_meta_")
+        if m is None:
+            m = _ref_meta(self._storage_, self.shape, self.stride(), self.storage_offset())
+            self.__dict__["_meta_"] = m
+        return m
 
     @staticmethod
     def __tensor_unflatten__(inner_tensors, ctx, outer_size, outer_stride):
-        storage, stride, offset = ctx
-        return TpuTensor(storage, outer_size, outer_stride or stride, offset)
+        (offset,) = ctx
+        m = inner_tensors["_meta"]
+        if outer_stride is None:
+            outer_stride = _contiguous_strides(list(outer_size))
+        ref = getattr(m, "_tessera_ref", None)
+        if ref is not None:
+            storage, offset = ref
+            t = TpuTensor(storage, outer_size, outer_stride, offset)
+        else:
+            # A traced tensor (fake or functional inner): metadata only, no value.
+            t = TpuTensor(_Storage(None, 0, m.dtype, _TRACED), outer_size, outer_stride, offset, full=False)
+            _note_traced()
+        t.__dict__["_meta_"] = m
+        return t
 
     def tolist(self):
         """The values as nested Python lists (a sync point)."""
@@ -197,6 +222,39 @@ def _upload(cpu):
     _counts["to_device"] += 1
     cpu = cpu.detach().resolve_conj().resolve_neg().contiguous()
     return _native.EagerTensor.upload(cpu)
+
+
+# The error of a traced tensor's storage (torch.compile's fake tensors): read, it says why.
+_TRACED = "this tensor is a torch.compile trace value (a fake tensor): it has no device value"
+# Whether a traced tensor was ever made: then dispatch looks for them (`dispatch._traced_op`).
+_traced = [False]
+
+
+def _note_traced():
+    _traced[0] = True
+
+
+def _ref_meta(storage, size, stride, offset):
+    """A meta tensor of `size` and `stride` that refers to `storage` at `offset` (the inner
+    tensor of a device tensor, for torch.compile)."""
+    m = torch.empty_strided(size, stride, dtype=storage.dtype, device="meta")
+    m._tessera_ref = (storage, offset)
+    return m
+
+
+def _value_of_meta(m):
+    """The device value that meta tensor `m` (a `_ref_meta`) refers to, as a tensor of its own
+    (not a view); None if it refers to none."""
+    ref = getattr(m, "_tessera_ref", None)
+    if ref is None:
+        return None
+    storage, offset = ref
+    value = _value(TpuTensor(storage, m.shape, m.stride(), offset))
+    if value is not storage.value:
+        # A view of its storage (the gradient of a reshaped output): copied, since a compiled
+        # program traced with a view argument is not replayed (it would trace every call).
+        value = _call("aten::clone", [value])[0]
+    return value
 
 
 def _check_dtype(dtype):
