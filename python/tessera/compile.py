@@ -31,7 +31,10 @@ def report():
 
 
 def _overload_name(func):
-    name = func._schema.name.split("::", 1)[1]
+    """`add.Tensor` for an ATen op; other namespaces stay qualified (`tessera::softmax`, a
+    kernel op, which runs as a fallback between the programs of its graph)."""
+    ns, name = func._schema.name.split("::", 1)
+    name = name if ns == "aten" else f"{ns}::{name}"
     return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
 
 

@@ -180,3 +180,43 @@ def test_twenty_compiled_training_steps_on_the_tpu_device_follow_torch():
     assert tc.report()["programs_traced"] - before.get("programs_traced", 0) == 2
     assert tt.metrics()["transfers"]["to_host"] - moved == 20
     assert not tc.report()["fallbacks"].get("embedding", 0)
+
+
+def test_a_graph_break_on_the_tpu_device_runs_the_eager_part_on_the_device():
+    # Dynamo does not compile RNNs: the GRU runs eagerly between graphs (its `torch.zeros`
+    # state and decomposed cells on the device, Tessera's Python not traced by Dynamo).
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GRU(8, 12, batch_first=True))
+    x = torch.randn(2, 5, 6, generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        want = m(x)[0]
+        got = torch.compile(m.to("tpu"), backend="tessera")(x.to("tpu"))[0]
+    assert type(got).__name__ == "TpuTensor"
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-6)
+
+
+def test_a_kernel_op_in_a_compiled_model_on_the_tpu_device_is_a_counted_fallback():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(128, 128)
+
+        def forward(self, x):
+            return torch.ops.tessera.softmax(self.lin(x)) * 2
+
+    torch.manual_seed(0)
+    m = M()
+    x = torch.randn(8, 128, generator=torch.Generator().manual_seed(10))
+    with torch.no_grad():
+        want = torch.softmax(m.lin(x), -1) * 2
+        before = tc.report()["fallbacks"].get("tessera::softmax", 0)
+        got = torch.compile(m.to("tpu"), backend="tessera", fullgraph=True)(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-7)
+    # Named as the kernel op it is (it runs between the programs of its graph).
+    assert tc.report()["fallbacks"]["tessera::softmax"] == before + 1
+
+
+def test_mixing_devices_in_a_compiled_model_on_the_tpu_device_is_pytorchs_error():
+    m = torch.nn.Linear(8, 4).to("tpu")
+    with pytest.raises(Exception, match=r"same device, but found at least two devices, tpu:0 and cpu"):
+        torch.compile(m, backend="tessera")(torch.randn(2, 8))

@@ -157,6 +157,9 @@ def _traced_op(func, args, kwargs):
     """An op on torch.compile's traced device tensors (Dynamo's fake tensors, AOTAutograd's
     functional ones): run on their inner tensors, so the trace records it there; results are
     traced device tensors (an op returning an input, as in-place ops do, returns that input)."""
+    for a in (*args, *kwargs.values()):
+        if type(a) is not TpuTensor:
+            _check_arg(func, a)  # one device per op, as in eager
     inner_of = {}
 
     def inner(v):
@@ -392,7 +395,7 @@ def _count_fallback(name, why):
         _warned.add(name)
     if first:
         warnings.warn(
-            f"tessera: aten::{name} runs on torch CPU (copies to and from the tpu device): {why}",
+            f"tessera: {name if '::' in name else 'aten::' + name} runs on torch CPU (copies to and from the tpu device): {why}",
             RuntimeWarning,
             stacklevel=4,
         )

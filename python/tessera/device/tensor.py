@@ -140,6 +140,9 @@ class TpuTensor(torch.Tensor):
         return object.__format__(self, spec)
 
     def __repr__(self, *, tensor_contents=None):
+        if self._storage_.error is _TRACED:
+            # A torch.compile trace value (in Dynamo's error messages): metadata only.
+            return f"TpuTensor(<traced>, size={tuple(self.shape)}, dtype={self.dtype}, device='{device}')"
         cpu = _to_cpu(self)
         body = repr(cpu)
         extra = f", device='{device}'"
