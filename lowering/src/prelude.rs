@@ -1,7 +1,7 @@
 //! What a kernel author imports: `use tessera_lowering::prelude::*;`.
 
 pub use crate::dtype::DType;
-pub use crate::trace::DimensionSemantics::{self, Arbitrary, Parallel};
+pub use crate::trace::DimensionSemantics::{self, Arbitrary, CoreParallel, Parallel};
 pub use crate::trace::{
     abs, argmax, argmin, async_copy, ceil, cos, cumsum, dot, dot_general, dot_i8, dot_t, erf, exp,
     floor, fori_loop, full, iota, log, max, maximum, min, minimum, num_programs, program_id, range,

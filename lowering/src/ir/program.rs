@@ -10,16 +10,29 @@ use std::fmt;
 pub enum DimensionSemantics {
     /// Steps are independent (may be split across cores).
     Parallel,
+    /// Steps are independent and this axis is split across the chip's TensorCores
+    /// (megacore; Pallas' `pltpu.CORE_PARALLEL`): each core runs its share of the axis.
+    /// Only on generations with more than one TensorCore per chip (see
+    /// `TpuGeneration::tensor_cores_per_chip`); the interpreter and the CPU forms run it
+    /// like `Parallel`.
+    CoreParallel,
     /// Steps run in order (reductions over this axis, accumulators in scratch).
     Arbitrary,
 }
 
 impl DimensionSemantics {
+    /// The name of Mosaic's `#tpu.dimension_semantics<..>`.
     pub fn name(self) -> &'static str {
         match self {
             DimensionSemantics::Parallel => "parallel",
+            DimensionSemantics::CoreParallel => "core_parallel",
             DimensionSemantics::Arbitrary => "arbitrary",
         }
+    }
+
+    /// Whether steps along the axis are independent (`Parallel` or `CoreParallel`).
+    pub fn is_parallel(self) -> bool {
+        self != DimensionSemantics::Arbitrary
     }
 }
 

@@ -25,7 +25,8 @@ impl VmemUsage {
     }
 }
 
-/// All checks, in order: 64-bit types, tiling, reduction axes, VMEM budget.
+/// All checks, in order: 64-bit types, tiling, reduction axes, core-parallel extents, VMEM
+/// budget.
 pub fn check_program(
     program: &KernelProgram,
     generation: TpuGeneration,
@@ -38,7 +39,35 @@ pub fn check_program(
         }
     }
     check_reduction_axes(program)?;
+    check_core_parallel(program, generation)?;
     check_vmem(program, generation)
+}
+
+/// A `CoreParallel` axis has exactly one step per TensorCore of the generation (libtpu's
+/// rule; see [`TpuGeneration::active_tensor_cores`]), reported at the `.semantics(..)` call.
+pub fn check_core_parallel(
+    program: &KernelProgram,
+    generation: TpuGeneration,
+) -> Result<(), MosaicError> {
+    let cores = generation.active_tensor_cores();
+    let core_axes = program
+        .semantics
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s == DimensionSemantics::CoreParallel);
+    for (axis, _) in core_axes {
+        let extent = program.grid[axis];
+        if extent != cores {
+            return Err(MosaicError::CoreParallel {
+                axis,
+                extent,
+                cores,
+                generation: generation.name(),
+                loc: program.semantics_loc,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Rows per native tile: a 32-bit vreg holds 8 x 128; narrower types pack more rows.
@@ -185,10 +214,15 @@ pub fn check_reduction_axes(program: &KernelProgram) -> Result<(), MosaicError> 
             if extent == 1 || used.contains(&axis) || !input_axes.contains(&axis) {
                 continue;
             }
-            let later_parallel = (axis + 1..program.grid.len())
-                .find(|&a| program.semantics[a] == DimensionSemantics::Parallel);
-            let reason = if program.semantics.get(axis) != Some(&DimensionSemantics::Arbitrary) {
-                "it must be `Arbitrary`, not `Parallel` (parallel steps may run on different cores and race on the output)".to_string()
+            let later_parallel =
+                (axis + 1..program.grid.len()).find(|&a| program.semantics[a].is_parallel());
+            let marked = program.semantics[axis];
+            let reason = if marked.is_parallel() {
+                let name = match marked {
+                    DimensionSemantics::CoreParallel => "CoreParallel",
+                    _ => "Parallel",
+                };
+                format!("it must be `Arbitrary`, not `{name}` (parallel steps may run on different cores and race on the output)")
             } else if let Some(later) = later_parallel {
                 format!("it must come after the parallel axis {later}: put reduction axes last")
             } else {

@@ -187,7 +187,8 @@ impl Launch {
         self
     }
 
-    /// One per grid axis; the default is all `Parallel`.
+    /// One per grid axis (`Parallel`, `CoreParallel` or `Arbitrary`); the default is all
+    /// `Parallel`. At most one axis may be `CoreParallel` (an error here otherwise).
     #[track_caller]
     pub fn semantics(mut self, semantics: impl Into<Vec<DimensionSemantics>>) -> Launch {
         self.semantics = Some((semantics.into(), Loc::caller()));
@@ -328,7 +329,19 @@ impl Launch {
                     loc: *loc,
                 });
             }
-            Some((s, _)) => s.clone(),
+            Some((s, loc)) => {
+                let core = |a: &&DimensionSemantics| **a == DimensionSemantics::CoreParallel;
+                if s.iter().filter(core).count() > 1 {
+                    return Err(TraceError::Launch {
+                        message: format!(
+                            "semantics {s:?} mark more than one grid axis `CoreParallel`: the \
+                             TensorCores split one axis (Mosaic supports one core-parallel axis)"
+                        ),
+                        loc: *loc,
+                    });
+                }
+                s.clone()
+            }
         };
 
         let operand = |p: &ParamInfo, role: &str, spec: &BlockSpec, array: &[usize]| {

@@ -29,7 +29,7 @@ mod plan;
 
 pub use error::EmitError;
 
-use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram, OpKind};
+use crate::ir::{BlockOperand, KernelProgram, OpKind};
 use plan::{Operand, Plan, Scratch};
 
 /// Which StableHLO form to emit.
@@ -139,7 +139,7 @@ fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
         parallel: p
             .semantics
             .iter()
-            .map(|s| *s == DimensionSemantics::Parallel)
+            .map(|s| s.is_parallel())
             .collect(),
         manual_dma: p
             .inputs
