@@ -55,9 +55,20 @@ pub struct BlockOperand {
     /// `Vmem` (blocked, pipelined by the grid) or `Any` (left in HBM: the block is the whole
     /// array at block index 0, and the body reaches it by DMA only).
     pub space: MemorySpace,
+    /// The pipeline's window buffers when given (`BlockSpec::buffered`: 1 or 2); `None` is
+    /// the default double buffering, emitted with no `pipeline_mode`.
+    pub buffers: Option<usize>,
 }
 
 impl BlockOperand {
+    /// VMEM buffers the pipeline keeps for the window (none for an HBM operand).
+    pub fn window_buffers(&self) -> usize {
+        match self.space {
+            MemorySpace::Any => 0,
+            _ => self.buffers.unwrap_or(2),
+        }
+    }
+
     /// The shape of the kernel's ref: the block without its squeezed dims.
     pub fn ref_shape(&self) -> Vec<usize> {
         self.block_shape
@@ -167,6 +178,7 @@ impl KernelProgram {
                 h.dims(&o.block_shape);
                 h.dims(&o.squeezed);
                 h.str(o.space.name());
+                h.usize(o.buffers.unwrap_or(0));
                 hash_func_into(&o.index_map, &mut h);
             }
         }
@@ -233,6 +245,9 @@ impl fmt::Display for KernelProgram {
                         format!(" squeezing {:?}", o.squeezed)
                     }
                 )?;
+                if let Some(n) = o.buffers {
+                    writeln!(f, "  buffered({n})")?;
+                }
                 write!(f, "{}", o.index_map)?;
             }
         }

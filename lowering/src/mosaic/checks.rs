@@ -12,8 +12,9 @@ use std::collections::HashSet;
 /// What a kernel needs in VMEM, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VmemUsage {
-    /// Every input and output window, twice: the pipeline fetches the next block while
-    /// the kernel works on this one.
+    /// Every input and output window, once per pipeline buffer: twice by default (the
+    /// pipeline fetches the next block while the kernel works on this one), once for
+    /// `BlockSpec::buffered(1)`.
     pub windows: usize,
     /// VMEM scratch buffers (allocated once).
     pub scratch: usize,
@@ -267,8 +268,7 @@ pub fn vmem_usage(program: &KernelProgram) -> VmemUsage {
         .inputs
         .iter()
         .chain(&program.outputs)
-        .filter(|o| o.space != MemorySpace::Any)
-        .map(|o| 2 * bytes(o.dtype, &o.block_shape))
+        .map(|o| o.window_buffers() * bytes(o.dtype, &o.block_shape))
         .sum();
     let scratch = program
         .scratch

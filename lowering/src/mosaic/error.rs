@@ -35,7 +35,7 @@ pub enum MosaicError {
         dtype: DType,
         loc: Loc,
     },
-    #[error("{loc}: needs {needed} bytes of VMEM ({windows} for double-buffered windows, {scratch} for scratch) but {generation} has {limit} bytes: use smaller blocks")]
+    #[error("{loc}: needs {needed} bytes of VMEM ({windows} for windows, counted once per pipeline buffer, {scratch} for scratch) but {generation} has {limit} bytes: use smaller blocks")]
     VmemBudget {
         needed: usize,
         windows: usize,

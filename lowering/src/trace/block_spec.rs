@@ -24,6 +24,8 @@ pub struct BlockSpec {
     pub(crate) squeezed: Vec<usize>,
     /// `Vmem` for blocked operands; `Any` for [`BlockSpec::any`] (left in HBM, whole).
     pub(crate) space: MemorySpace,
+    /// [`BlockSpec::buffered`]'s depth and where it was given.
+    pub(crate) buffers: Option<(usize, Loc)>,
 }
 
 impl fmt::Debug for BlockSpec {
@@ -50,6 +52,7 @@ impl BlockSpec {
             loc: Loc::caller(),
             squeezed: Vec::new(),
             space: MemorySpace::Vmem,
+            buffers: None,
         }
     }
 
@@ -65,6 +68,7 @@ impl BlockSpec {
             loc: Loc::caller(),
             squeezed: Vec::new(),
             space: MemorySpace::Any,
+            buffers: None,
         }
     }
 
@@ -84,6 +88,7 @@ impl BlockSpec {
             loc: Loc::caller(),
             squeezed: Vec::new(),
             space: MemorySpace::Vmem,
+            buffers: None,
         }
     }
 
@@ -95,6 +100,18 @@ impl BlockSpec {
         dims.sort_unstable();
         dims.dedup();
         self.squeezed = dims;
+        self
+    }
+
+    /// How many VMEM buffers the implicit pipeline keeps for this operand (Pallas'
+    /// `pipeline_mode=pl.Buffered(n)`): 2 (the default) fetches the next block while the body
+    /// works on this one; 1 (Mosaic's `synchronous`) halves the window's VMEM for blocks that
+    /// rarely change (weights, a block index constant over the grid) at the cost of no
+    /// overlap. Mosaic's pipeline has only these two modes, so other depths are an error at
+    /// this call (Pallas TPU refuses them too).
+    #[track_caller]
+    pub fn buffered(mut self, n: usize) -> BlockSpec {
+        self.buffers = Some((n, Loc::caller()));
         self
     }
 

@@ -634,6 +634,25 @@ fn block_operand(
         };
         return Err(TraceError::Launch { message, loc });
     }
+    if let Some((n, at)) = spec.buffers {
+        let problem = if spec.space == MemorySpace::Any {
+            Some(format!(
+                "{what}: an HBM operand (`BlockSpec::any()`) has no window and no pipeline, so \
+                 it has no buffers to count; multi-buffer its DMAs by hand"
+            ))
+        } else if !(1..=2).contains(&n) {
+            Some(format!(
+                "{what}: `buffered({n})`: the TPU pipeline keeps 1 (synchronous) or 2 \
+                 (double-buffered) windows per operand; deeper buffering needs manual DMA \
+                 (`BlockSpec::any()` and `async_copy`)"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            return Err(TraceError::Launch { message, loc: at });
+        }
+    }
     if let Some(arity) = spec.arity.filter(|&a| a != grid.len()) {
         return Err(TraceError::IndexMapArity {
             what,
@@ -673,6 +692,7 @@ fn block_operand(
         squeezed: spec.squeezed.clone(),
         index_map,
         space: spec.space,
+        buffers: spec.buffers.map(|(n, _)| n),
     })
 }
 
