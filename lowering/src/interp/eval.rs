@@ -180,6 +180,22 @@ impl<'a> Machine<'a> {
                     .check_write(b, &zeros, &shape, "store into", op.loc)?;
                 self.buf_mut(b).data.clone_from(&v.data);
             }
+            OpKind::StoreMasked { dst, mask, value } => {
+                let (b, v) = (self.buffer(*dst, op)?, self.val(*value, op)?);
+                let m = self.val(*mask, op)?;
+                let shape = self.buf(b).shape.clone();
+                let zeros = vec![0; shape.len()];
+                // Only the masked-in elements are written, but a DMA into any part of the
+                // block races with the store as the TPU issues it (one vector store).
+                self.dma
+                    .check_write(b, &zeros, &shape, "store into", op.loc)?;
+                let buf = self.buf_mut(b);
+                for ((d, &x), &keep) in buf.data.iter_mut().zip(&v.data).zip(&m.data) {
+                    if keep != 0.0 {
+                        *d = x;
+                    }
+                }
+            }
             OpKind::LoadSlice { src, starts, sizes } => {
                 let b = self.buffer(*src, op)?;
                 let starts = self.starts(starts, op)?;

@@ -130,6 +130,14 @@ pub enum OpKind {
         dst: ValueId,
         value: ValueId,
     },
+    /// Writes `value` into the block of a ref where `mask` is true and leaves the other
+    /// elements as they are (Pallas' `pl.store(ref, idx, val, mask=)`); `value` has the
+    /// ref's shape and dtype, `mask` is a bool tile of the ref's shape.
+    StoreMasked {
+        dst: ValueId,
+        mask: ValueId,
+        value: ValueId,
+    },
     /// `src[starts .. starts + sizes]`; sizes are static, starts static or traced.
     LoadSlice {
         src: ValueId,
@@ -264,6 +272,7 @@ impl OpKind {
             OpKind::NumPrograms { .. } => "num_programs",
             OpKind::Load { .. } => "load",
             OpKind::Store { .. } => "store",
+            OpKind::StoreMasked { .. } => "store_masked",
             OpKind::LoadSlice { .. } => "load_slice",
             OpKind::StoreSlice { .. } => "store_slice",
             OpKind::LoadElement { .. } => "load_element",
@@ -321,6 +330,7 @@ impl OpKind {
             | OpKind::Iota { .. } => vec![],
             OpKind::Load { src } => vec![*src],
             OpKind::Store { dst, value } => vec![*dst, *value],
+            OpKind::StoreMasked { dst, mask, value } => vec![*dst, *mask, *value],
             OpKind::LoadSlice { src, starts, .. } => {
                 std::iter::once(*src).chain(dynamic(starts)).collect()
             }
@@ -368,6 +378,21 @@ impl OpKind {
     }
 
     pub fn regions(&self) -> Vec<&Region> {
+        match self {
+            OpKind::If {
+                then_region,
+                else_region,
+                ..
+            } => vec![then_region, else_region],
+            OpKind::Fori { body, .. } => vec![body],
+            OpKind::While { cond, body, .. } => vec![cond, body],
+            OpKind::RunScoped { body } => vec![body],
+            _ => vec![],
+        }
+    }
+
+    /// [`OpKind::regions`], for IR-to-IR rewrites.
+    pub fn regions_mut(&mut self) -> Vec<&mut Region> {
         match self {
             OpKind::If {
                 then_region,

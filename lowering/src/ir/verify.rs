@@ -150,6 +150,12 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             let (dtype, shape) = accessed(ty(*dst)?, "destination")?;
             same(ty(*value)?, &Type::tile(dtype, shape), "stored value")
         }
+        OpKind::StoreMasked { dst, mask, value } => {
+            one(0)?;
+            let (dtype, shape) = accessed(ty(*dst)?, "destination")?;
+            same(ty(*value)?, &Type::tile(dtype, shape), "stored value")?;
+            same(ty(*mask)?, &Type::tile(DType::Bool, shape), "mask")
+        }
         OpKind::LoadSlice { src, starts, sizes } => {
             one(1)?;
             let (dtype, shape) = accessed(ty(*src)?, "source")?;

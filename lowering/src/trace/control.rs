@@ -414,6 +414,7 @@ fn writes_a_ref(region: &crate::ir::Region) -> bool {
         matches!(
             op.kind,
             OpKind::Store { .. }
+                | OpKind::StoreMasked { .. }
                 | OpKind::StoreSlice { .. }
                 | OpKind::StoreElement { .. }
                 | OpKind::DmaStart(_)

@@ -232,6 +232,11 @@ impl<'a> BodyEmitter<'a> {
             OpKind::StoreSlice { dst, starts, value } => {
                 return self.write_window(f, op, *dst, starts, *value)
             }
+            OpKind::StoreMasked { .. } => {
+                return Err(EmitError::internal(
+                    "store_masked reached the translator: desugar.rs rewrites it first".into(),
+                ))
+            }
             OpKind::StoreElement {
                 dst,
                 indices,

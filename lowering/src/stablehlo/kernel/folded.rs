@@ -389,6 +389,7 @@ impl Fold<'_> {
             OpKind::ProgramId { .. }
             | OpKind::LoadSlice { .. }
             | OpKind::StoreSlice { .. }
+            | OpKind::StoreMasked { .. }
             | OpKind::LoadElement { .. }
             | OpKind::StoreElement { .. }
             | OpKind::If { .. }

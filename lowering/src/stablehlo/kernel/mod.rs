@@ -22,6 +22,7 @@
 mod accumulate;
 mod batched;
 mod body;
+mod desugar;
 mod error;
 mod folded;
 mod grid_loop;
@@ -51,7 +52,8 @@ pub fn emit_kernel(program: &KernelProgram) -> Result<String, EmitError> {
 
 /// The module text of `program` in `form`.
 pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, EmitError> {
-    let plan = plan_of(program)?;
+    let program = desugar::without_masked_stores(program);
+    let plan = plan_of(&program)?;
     plan.check()?;
     let module = match form {
         Form::GridLoop => grid_loop::emit(&plan)?,
@@ -72,7 +74,8 @@ pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, Emi
 /// `Ok` when [`Form::Batched`] is legal for `program`, else the reason it is not (or the
 /// error that stops both forms).
 pub fn batched_form_applies(program: &KernelProgram) -> Result<(), String> {
-    let plan = plan_of(program).map_err(|e| e.to_string())?;
+    let program = desugar::without_masked_stores(program);
+    let plan = plan_of(&program).map_err(|e| e.to_string())?;
     plan.check().map_err(|e| e.to_string())?;
     match batched::emit(&plan) {
         Ok(_) => Ok(()),
@@ -136,11 +139,7 @@ fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
             })
             .collect(),
         aliases: p.aliases.clone(),
-        parallel: p
-            .semantics
-            .iter()
-            .map(|s| s.is_parallel())
-            .collect(),
+        parallel: p.semantics.iter().map(|s| s.is_parallel()).collect(),
         manual_dma: p
             .inputs
             .iter()
