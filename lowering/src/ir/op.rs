@@ -138,6 +138,17 @@ pub enum OpKind {
         mask: ValueId,
         value: ValueId,
     },
+    /// Seeds the kernel's PRNG (Pallas' `pltpu.prng_seed`) with `i32` scalars; the result
+    /// is the key the interpreter and StableHLO forms draw from (`ir::prng`), unused on TPU.
+    PrngSeed {
+        seeds: Vec<ValueId>,
+    },
+    /// An `i32` tile of random bits (rank >= 2, as Mosaic draws them) from the PRNG seeded
+    /// with `key`; `site` numbers the draw calls of the kernel in trace order.
+    PrngRandomBits {
+        key: ValueId,
+        site: u32,
+    },
     /// `src[starts .. starts + sizes]`; sizes are static, starts static or traced.
     LoadSlice {
         src: ValueId,
@@ -273,6 +284,8 @@ impl OpKind {
             OpKind::Load { .. } => "load",
             OpKind::Store { .. } => "store",
             OpKind::StoreMasked { .. } => "store_masked",
+            OpKind::PrngSeed { .. } => "prng_seed",
+            OpKind::PrngRandomBits { .. } => "prng_random_bits",
             OpKind::LoadSlice { .. } => "load_slice",
             OpKind::StoreSlice { .. } => "store_slice",
             OpKind::LoadElement { .. } => "load_element",
@@ -331,6 +344,8 @@ impl OpKind {
             OpKind::Load { src } => vec![*src],
             OpKind::Store { dst, value } => vec![*dst, *value],
             OpKind::StoreMasked { dst, mask, value } => vec![*dst, *mask, *value],
+            OpKind::PrngSeed { seeds } => seeds.clone(),
+            OpKind::PrngRandomBits { key, .. } => vec![*key],
             OpKind::LoadSlice { src, starts, .. } => {
                 std::iter::once(*src).chain(dynamic(starts)).collect()
             }

@@ -160,6 +160,23 @@ impl<'a> Lower<'a> {
             OpKind::StoreSlice { dst, starts, value } => {
                 self.store(op, *dst, starts, *value).map(|()| Vec::new())?
             }
+            // The TPU's hardware PRNG, as Pallas' `prng_seed` / `prng_random_bits` lower;
+            // the key (the interpreter's and StableHLO's generator state) is unused here.
+            OpKind::PrngSeed { seeds } => {
+                let seeds = seeds
+                    .iter()
+                    .map(|s| self.val(*s, op))
+                    .collect::<Result<Vec<V>, _>>()?;
+                let refs: Vec<&V> = seeds.iter().collect();
+                self.p.op("tpu.prng_set_seed_32", &refs, "", &[]);
+                vec![self.constant(Literal::Int(0), DType::I32, &[])]
+            }
+            OpKind::PrngRandomBits { .. } => {
+                let (dtype, shape) = self.value_type(op.results.first().copied(), op)?;
+                vec![self
+                    .p
+                    .op1("tpu.prng_random_bits", &[], "", vector(dtype, &shape))]
+            }
             OpKind::StoreMasked { dst, mask, value } => self
                 .store_masked(op, *dst, *mask, *value)
                 .map(|()| Vec::new())?,

@@ -232,10 +232,13 @@ impl<'a> BodyEmitter<'a> {
             OpKind::StoreSlice { dst, starts, value } => {
                 return self.write_window(f, op, *dst, starts, *value)
             }
-            OpKind::StoreMasked { .. } => {
-                return Err(EmitError::internal(
-                    "store_masked reached the translator: desugar.rs rewrites it first".into(),
-                ))
+            OpKind::StoreMasked { .. }
+            | OpKind::PrngSeed { .. }
+            | OpKind::PrngRandomBits { .. } => {
+                return Err(EmitError::internal(format!(
+                    "{} reached the translator: desugar.rs rewrites it first",
+                    op.kind.name()
+                )))
             }
             OpKind::StoreElement {
                 dst,

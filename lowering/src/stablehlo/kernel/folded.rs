@@ -390,6 +390,8 @@ impl Fold<'_> {
             | OpKind::LoadSlice { .. }
             | OpKind::StoreSlice { .. }
             | OpKind::StoreMasked { .. }
+            | OpKind::PrngSeed { .. }
+            | OpKind::PrngRandomBits { .. }
             | OpKind::LoadElement { .. }
             | OpKind::StoreElement { .. }
             | OpKind::If { .. }

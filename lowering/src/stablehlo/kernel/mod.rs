@@ -52,7 +52,7 @@ pub fn emit_kernel(program: &KernelProgram) -> Result<String, EmitError> {
 
 /// The module text of `program` in `form`.
 pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, EmitError> {
-    let program = desugar::without_masked_stores(program);
+    let program = desugar::for_stablehlo(program);
     let plan = plan_of(&program)?;
     plan.check()?;
     let module = match form {
@@ -74,7 +74,7 @@ pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, Emi
 /// `Ok` when [`Form::Batched`] is legal for `program`, else the reason it is not (or the
 /// error that stops both forms).
 pub fn batched_form_applies(program: &KernelProgram) -> Result<(), String> {
-    let program = desugar::without_masked_stores(program);
+    let program = desugar::for_stablehlo(program);
     let plan = plan_of(&program).map_err(|e| e.to_string())?;
     plan.check().map_err(|e| e.to_string())?;
     match batched::emit(&plan) {
