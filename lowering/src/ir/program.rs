@@ -79,13 +79,28 @@ impl BlockOperand {
             .collect()
     }
 
-    /// Number of blocks along each dim.
+    /// Number of blocks along each dim (the last one padded where the block does not divide
+    /// the array: `BlockSpec::padded`).
     pub fn blocks_per_dim(&self) -> Vec<usize> {
         self.array_shape
             .iter()
             .zip(&self.block_shape)
-            .map(|(a, b)| a / b)
+            .map(|(a, b)| a.div_ceil(*b))
             .collect()
+    }
+
+    /// The array's shape rounded up to whole blocks.
+    pub fn padded_shape(&self) -> Vec<usize> {
+        self.blocks_per_dim()
+            .iter()
+            .zip(&self.block_shape)
+            .map(|(n, b)| n * b)
+            .collect()
+    }
+
+    /// Whether some dim ends in a partial block.
+    pub fn is_padded(&self) -> bool {
+        self.padded_shape() != self.array_shape
     }
 }
 
@@ -206,6 +221,22 @@ impl KernelProgram {
     /// Total number of grid steps.
     pub fn num_steps(&self) -> usize {
         self.grid.iter().product()
+    }
+
+    /// For a launch with padded edge blocks: the same launch on arrays rounded up to whole
+    /// blocks, which the interpreter and the StableHLO forms run between padding the inputs
+    /// and cropping the outputs (so writes past an array's end are dropped). `None` when
+    /// every block divides its array.
+    pub fn padded_form(&self) -> Option<KernelProgram> {
+        let operands = self.inputs.iter().chain(&self.outputs);
+        if !operands.into_iter().any(BlockOperand::is_padded) {
+            return None;
+        }
+        let mut inner = self.clone();
+        for o in inner.inputs.iter_mut().chain(inner.outputs.iter_mut()) {
+            o.array_shape = o.padded_shape();
+        }
+        Some(inner)
     }
 }
 

@@ -26,6 +26,8 @@ pub struct BlockSpec {
     pub(crate) space: MemorySpace,
     /// [`BlockSpec::buffered`]'s depth and where it was given.
     pub(crate) buffers: Option<(usize, Loc)>,
+    /// [`BlockSpec::padded`]: the array need not be a multiple of the block.
+    pub(crate) padded: bool,
 }
 
 impl fmt::Debug for BlockSpec {
@@ -53,6 +55,7 @@ impl BlockSpec {
             squeezed: Vec::new(),
             space: MemorySpace::Vmem,
             buffers: None,
+            padded: false,
         }
     }
 
@@ -69,6 +72,7 @@ impl BlockSpec {
             squeezed: Vec::new(),
             space: MemorySpace::Any,
             buffers: None,
+            padded: false,
         }
     }
 
@@ -89,6 +93,7 @@ impl BlockSpec {
             squeezed: Vec::new(),
             space: MemorySpace::Vmem,
             buffers: None,
+            padded: false,
         }
     }
 
@@ -112,6 +117,17 @@ impl BlockSpec {
     #[track_caller]
     pub fn buffered(mut self, n: usize) -> BlockSpec {
         self.buffers = Some((n, Loc::caller()));
+        self
+    }
+
+    /// Lets the array's dims be any size, not only multiples of the block (Pallas' padded
+    /// edge blocks): the grid covers the array with `ceil(array / block)` blocks per dim, the
+    /// last one sticking out. What a kernel reads past the array's end is unspecified (NaN
+    /// for floats and 0 for integers on the interpreter, 0 on the CPU forms, whatever VMEM
+    /// holds on a TPU: mask it, e.g. with `load_masked`), and what it writes there is
+    /// dropped, never stored into the array.
+    pub fn padded(mut self) -> BlockSpec {
+        self.padded = true;
         self
     }
 

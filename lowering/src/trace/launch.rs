@@ -602,8 +602,17 @@ fn block_operand(
             loc,
         });
     }
+    if spec.padded && spec.space == MemorySpace::Any {
+        return Err(TraceError::Launch {
+            message: format!(
+                "{what}: an HBM operand (`BlockSpec::any()`) is one whole-array block, so it \
+                 has no edge blocks to pad"
+            ),
+            loc,
+        });
+    }
     for (dim, (&b, &a)) in block.iter().zip(array).enumerate() {
-        if b == 0 || a % b != 0 {
+        if b == 0 || (a % b != 0 && !spec.padded) {
             return Err(TraceError::BlockNotDividing {
                 what,
                 dim,

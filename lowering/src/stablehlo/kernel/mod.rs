@@ -26,6 +26,7 @@ mod desugar;
 mod error;
 mod folded;
 mod grid_loop;
+mod padded;
 mod plan;
 
 pub use error::EmitError;
@@ -52,6 +53,9 @@ pub fn emit_kernel(program: &KernelProgram) -> Result<String, EmitError> {
 
 /// The module text of `program` in `form`.
 pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, EmitError> {
+    if let Some(inner) = program.padded_form() {
+        return padded::emit(program, &emit_kernel_as(&inner, form)?, &inner);
+    }
     let program = desugar::for_stablehlo(program);
     let plan = plan_of(&program)?;
     plan.check()?;
@@ -74,6 +78,9 @@ pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, Emi
 /// `Ok` when [`Form::Batched`] is legal for `program`, else the reason it is not (or the
 /// error that stops both forms).
 pub fn batched_form_applies(program: &KernelProgram) -> Result<(), String> {
+    if let Some(inner) = program.padded_form() {
+        return batched_form_applies(&inner);
+    }
     let program = desugar::for_stablehlo(program);
     let plan = plan_of(&program).map_err(|e| e.to_string())?;
     plan.check().map_err(|e| e.to_string())?;
