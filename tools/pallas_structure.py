@@ -12,16 +12,17 @@ Usage:
       blocks) and a manual-DMA row copy (input and output in HBM via `pl.ANY`, rows at
       scalar-prefetched offsets copied by `make_async_copy`) and a paged-attention decode step
       (K/V pages in HBM copied by double-buffered DMA) and the row copy with `run_scoped`
-      scratch, for TPU -- no TPU needed -- and prints one JSON object
+      scratch and a row-times-weight product with `pl.Buffered` windows, for TPU -- no TPU needed -- and prints one JSON object
       {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S, "gmm": S, "dma": S,
-       "paged": S, "scoped": S}.
+       "paged": S, "scoped": S, "buffered": S}.
   pallas_structure.py --module FILE [FILE ...]
       Prints {FILE: S} for Mosaic modules as text (serialized or readable), e.g. Tessera's.
 
 S = {"iteration_bounds": [..], "dimension_semantics": [..], "scratch_operands": n,
      "scalar_prefetch": n,
      "arg_types": [..kernel func argument types..],
-     "window_params": [{"window_bounds": [..], "index_map": [["arg", i] | ["const", c] | ["expr", op]]} | {}]}
+     "window_params": [{"window_bounds": [..], "index_map": [["arg", i] | ["const", c] | ["expr", op]],
+                        "pipeline_mode": m (only where given)} | {}]}
 ({} for an operand left in HBM: Pallas gives it no window).
 where `index_map` says, per block dim, what the transform function returns: a grid index,
 a constant, or (anything else) the op that computes it.
@@ -277,6 +278,20 @@ def scoped(n_out, v, dtype):
     return call, [jax.ShapeDtypeStruct((n_out,), jnp.int32), jax.ShapeDtypeStruct((v, 128), dtype)]
 
 
+def buffered(m, n, bm, dtype):
+    # Rows of x (explicitly double-buffered) times one weight tile that every step reuses
+    # (single-buffered; Pallas also forces that for a whole-array window at block 0).
+    def kernel(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[...] * w_ref[...]
+
+    x_spec = pl.BlockSpec((bm, n), lambda i: (i, 0), pipeline_mode=pl.Buffered(2))
+    w_spec = pl.BlockSpec((bm, n), lambda i: (0, 0), pipeline_mode=pl.Buffered(1))
+    call = pl.pallas_call(kernel, grid=(m // bm,), in_specs=[x_spec, w_spec],
+                          out_specs=pl.BlockSpec((bm, n), lambda i: (i, 0)),
+                          out_shape=jax.ShapeDtypeStruct((m, n), dtype), compiler_params=parallel(1))
+    return call, [jax.ShapeDtypeStruct((m, n), dtype), jax.ShapeDtypeStruct((bm, n), dtype)]
+
+
 def mosaic_body(call, args):
     """The Mosaic module bytes inside the lowered tpu_custom_call."""
     text = jax.jit(call).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
@@ -316,7 +331,11 @@ def structure(source):
                 windows.append({})
                 continue
             transform = funcs[str(w["transform_indices"]).lstrip("@")]
-            windows.append({"window_bounds": ints(w["window_bounds"]), "index_map": index_map(transform)})
+            window = {"window_bounds": ints(w["window_bounds"]), "index_map": index_map(transform)}
+            if "pipeline_mode" in w:
+                # pl.Buffered(n): "synchronous" (1) or "double_buffered" (2).
+                window["pipeline_mode"] = re.search(r"<(\w+)>", str(w["pipeline_mode"])).group(1)
+            windows.append(window)
         ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
         return {
             "iteration_bounds": ints(kernel.attributes["iteration_bounds"]),
@@ -354,6 +373,7 @@ def main(argv):
     ap.add_argument("--dma", nargs=2, type=int, default=[4, 64], metavar=("N_OUT", "V"))
     ap.add_argument("--scoped", nargs=2, type=int, default=[4, 40], metavar=("N_OUT", "V"))
     ap.add_argument("--paged", nargs=3, type=int, default=[2, 4, 6], metavar=("BATCH", "WIDTH", "POOL"))
+    ap.add_argument("--buffered", nargs=3, type=int, default=[64, 256, 16], metavar=("M", "N", "BM"))
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--module", nargs="+", metavar="FILE")
     a = ap.parse_args(argv)
@@ -363,7 +383,7 @@ def main(argv):
         dtype = jnp.dtype(a.dtype)
         kernels = {"add": add(*a.add, dtype), "matmul": matmul(*a.matmul, dtype), "softmax": softmax(*a.softmax, dtype),
                    "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype), "gmm": gmm(*a.gmm, dtype), "dma": dma(*a.dma, dtype), "paged": paged(*a.paged, dtype),
-                   "scoped": scoped(*a.scoped, dtype)}
+                   "scoped": scoped(*a.scoped, dtype), "buffered": buffered(*a.buffered, dtype)}
         out = {name: structure(mosaic_body(call, args)) for name, (call, args) in kernels.items()}
     print(json.dumps(out, indent=1, sort_keys=True))
     return 0

@@ -180,6 +180,44 @@ impl<'a> Machine<'a> {
                     .check_write(b, &zeros, &shape, "store into", op.loc)?;
                 self.buf_mut(b).data.clone_from(&v.data);
             }
+            OpKind::StoreMasked { dst, mask, value } => {
+                let (b, v) = (self.buffer(*dst, op)?, self.val(*value, op)?);
+                let m = self.val(*mask, op)?;
+                let shape = self.buf(b).shape.clone();
+                let zeros = vec![0; shape.len()];
+                // Only the masked-in elements are written, but a DMA into any part of the
+                // block races with the store as the TPU issues it (one vector store).
+                self.dma
+                    .check_write(b, &zeros, &shape, "store into", op.loc)?;
+                let buf = self.buf_mut(b);
+                for ((d, &x), &keep) in buf.data.iter_mut().zip(&v.data).zip(&m.data) {
+                    if keep != 0.0 {
+                        *d = x;
+                    }
+                }
+            }
+            // The generator of `ir::prng` (the StableHLO forms compute the same bits).
+            OpKind::PrngSeed { seeds } => {
+                let seeds = seeds
+                    .iter()
+                    .map(|s| Ok(self.val(*s, op)?.data[0] as i32 as u32))
+                    .collect::<Res<Vec<u32>>>()?;
+                let key = crate::ir::prng::seed_key(&seeds) as i32;
+                self.set(
+                    op.results[0],
+                    Array::filled(DType::I32, vec![], f64::from(key)),
+                );
+            }
+            OpKind::PrngRandomBits { key, site } => {
+                let key = self.val(*key, op)?.data[0] as i32 as u32;
+                let stream = crate::ir::prng::stream_key(key, *site);
+                let shape = self.func.ty(op.results[0]).shape().to_vec();
+                let n: usize = shape.iter().product();
+                let data = (0..n)
+                    .map(|e| f64::from(crate::ir::prng::bits(stream, e as u32) as i32))
+                    .collect();
+                self.set(op.results[0], Array::new(DType::I32, shape, data));
+            }
             OpKind::LoadSlice { src, starts, sizes } => {
                 let b = self.buffer(*src, op)?;
                 let starts = self.starts(starts, op)?;

@@ -17,6 +17,7 @@ mod error;
 mod eval;
 mod math;
 mod ops;
+mod padding;
 
 pub use error::InterpError;
 
@@ -31,6 +32,9 @@ use std::rc::Rc;
 /// Runs `program` on `inputs` (one per program input, matching its dtype and array shape)
 /// and returns the outputs.
 pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, InterpError> {
+    if let Some(inner) = program.padded_form() {
+        return padding::run_padded(program, &inner, inputs);
+    }
     let np = program.prefetch.len();
     if inputs.len() != np + program.inputs.len() {
         return Err(InterpError::InputCount {
@@ -199,7 +203,7 @@ fn block_starts(
             .iter()
             .zip(&o.block_shape)
             .zip(&o.array_shape)
-            .all(|((&b, &n), &d)| b >= 0 && (b as usize + 1) * n <= d);
+            .all(|((&b, &n), &d)| b >= 0 && (b as usize) < d.div_ceil(n));
     if !in_bounds {
         return Err(InterpError::BlockOutOfBounds {
             operand: o.name.clone(),

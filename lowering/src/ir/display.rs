@@ -180,6 +180,9 @@ impl Printer<'_> {
                     c.sem_index
                 )?
             }
+            OpKind::PrngRandomBits { key, site } => {
+                write!(self.out, "prng_random_bits key {key} site {site}")?
+            }
             _ => write!(self.out, "{name} {operands}")?,
         }
         self.types(op)?;

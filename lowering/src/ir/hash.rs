@@ -191,6 +191,7 @@ impl Walker<'_> {
                 self.offsets(&c.dst_starts);
                 self.offsets(std::slice::from_ref(&c.sem_index));
             }
+            OpKind::PrngRandomBits { site, .. } => h.u64(u64::from(*site)),
             // The rest is fully described by name, operands and result types.
             _ => {}
         }

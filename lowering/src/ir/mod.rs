@@ -8,6 +8,7 @@ mod hash;
 mod loc;
 mod op;
 mod op_info;
+pub mod prng;
 mod program;
 mod types;
 mod verify;

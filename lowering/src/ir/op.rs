@@ -130,6 +130,25 @@ pub enum OpKind {
         dst: ValueId,
         value: ValueId,
     },
+    /// Writes `value` into the block of a ref where `mask` is true and leaves the other
+    /// elements as they are (Pallas' `pl.store(ref, idx, val, mask=)`); `value` has the
+    /// ref's shape and dtype, `mask` is a bool tile of the ref's shape.
+    StoreMasked {
+        dst: ValueId,
+        mask: ValueId,
+        value: ValueId,
+    },
+    /// Seeds the kernel's PRNG (Pallas' `pltpu.prng_seed`) with `i32` scalars; the result
+    /// is the key the interpreter and StableHLO forms draw from (`ir::prng`), unused on TPU.
+    PrngSeed {
+        seeds: Vec<ValueId>,
+    },
+    /// An `i32` tile of random bits (rank >= 2, as Mosaic draws them) from the PRNG seeded
+    /// with `key`; `site` numbers the draw calls of the kernel in trace order.
+    PrngRandomBits {
+        key: ValueId,
+        site: u32,
+    },
     /// `src[starts .. starts + sizes]`; sizes are static, starts static or traced.
     LoadSlice {
         src: ValueId,
@@ -264,6 +283,9 @@ impl OpKind {
             OpKind::NumPrograms { .. } => "num_programs",
             OpKind::Load { .. } => "load",
             OpKind::Store { .. } => "store",
+            OpKind::StoreMasked { .. } => "store_masked",
+            OpKind::PrngSeed { .. } => "prng_seed",
+            OpKind::PrngRandomBits { .. } => "prng_random_bits",
             OpKind::LoadSlice { .. } => "load_slice",
             OpKind::StoreSlice { .. } => "store_slice",
             OpKind::LoadElement { .. } => "load_element",
@@ -321,6 +343,9 @@ impl OpKind {
             | OpKind::Iota { .. } => vec![],
             OpKind::Load { src } => vec![*src],
             OpKind::Store { dst, value } => vec![*dst, *value],
+            OpKind::StoreMasked { dst, mask, value } => vec![*dst, *mask, *value],
+            OpKind::PrngSeed { seeds } => seeds.clone(),
+            OpKind::PrngRandomBits { key, .. } => vec![*key],
             OpKind::LoadSlice { src, starts, .. } => {
                 std::iter::once(*src).chain(dynamic(starts)).collect()
             }
@@ -368,6 +393,21 @@ impl OpKind {
     }
 
     pub fn regions(&self) -> Vec<&Region> {
+        match self {
+            OpKind::If {
+                then_region,
+                else_region,
+                ..
+            } => vec![then_region, else_region],
+            OpKind::Fori { body, .. } => vec![body],
+            OpKind::While { cond, body, .. } => vec![cond, body],
+            OpKind::RunScoped { body } => vec![body],
+            _ => vec![],
+        }
+    }
+
+    /// [`OpKind::regions`], for IR-to-IR rewrites.
+    pub fn regions_mut(&mut self) -> Vec<&mut Region> {
         match self {
             OpKind::If {
                 then_region,

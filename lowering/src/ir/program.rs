@@ -10,16 +10,29 @@ use std::fmt;
 pub enum DimensionSemantics {
     /// Steps are independent (may be split across cores).
     Parallel,
+    /// Steps are independent and this axis is split across the chip's TensorCores
+    /// (megacore; Pallas' `pltpu.CORE_PARALLEL`): each core runs its share of the axis.
+    /// Only on generations with more than one TensorCore per chip (see
+    /// `TpuGeneration::tensor_cores_per_chip`); the interpreter and the CPU forms run it
+    /// like `Parallel`.
+    CoreParallel,
     /// Steps run in order (reductions over this axis, accumulators in scratch).
     Arbitrary,
 }
 
 impl DimensionSemantics {
+    /// The name of Mosaic's `#tpu.dimension_semantics<..>`.
     pub fn name(self) -> &'static str {
         match self {
             DimensionSemantics::Parallel => "parallel",
+            DimensionSemantics::CoreParallel => "core_parallel",
             DimensionSemantics::Arbitrary => "arbitrary",
         }
+    }
+
+    /// Whether steps along the axis are independent (`Parallel` or `CoreParallel`).
+    pub fn is_parallel(self) -> bool {
+        self != DimensionSemantics::Arbitrary
     }
 }
 
@@ -42,9 +55,20 @@ pub struct BlockOperand {
     /// `Vmem` (blocked, pipelined by the grid) or `Any` (left in HBM: the block is the whole
     /// array at block index 0, and the body reaches it by DMA only).
     pub space: MemorySpace,
+    /// The pipeline's window buffers when given (`BlockSpec::buffered`: 1 or 2); `None` is
+    /// the default double buffering, emitted with no `pipeline_mode`.
+    pub buffers: Option<usize>,
 }
 
 impl BlockOperand {
+    /// VMEM buffers the pipeline keeps for the window (none for an HBM operand).
+    pub fn window_buffers(&self) -> usize {
+        match self.space {
+            MemorySpace::Any => 0,
+            _ => self.buffers.unwrap_or(2),
+        }
+    }
+
     /// The shape of the kernel's ref: the block without its squeezed dims.
     pub fn ref_shape(&self) -> Vec<usize> {
         self.block_shape
@@ -55,13 +79,28 @@ impl BlockOperand {
             .collect()
     }
 
-    /// Number of blocks along each dim.
+    /// Number of blocks along each dim (the last one padded where the block does not divide
+    /// the array: `BlockSpec::padded`).
     pub fn blocks_per_dim(&self) -> Vec<usize> {
         self.array_shape
             .iter()
             .zip(&self.block_shape)
-            .map(|(a, b)| a / b)
+            .map(|(a, b)| a.div_ceil(*b))
             .collect()
+    }
+
+    /// The array's shape rounded up to whole blocks.
+    pub fn padded_shape(&self) -> Vec<usize> {
+        self.blocks_per_dim()
+            .iter()
+            .zip(&self.block_shape)
+            .map(|(n, b)| n * b)
+            .collect()
+    }
+
+    /// Whether some dim ends in a partial block.
+    pub fn is_padded(&self) -> bool {
+        self.padded_shape() != self.array_shape
     }
 }
 
@@ -154,6 +193,7 @@ impl KernelProgram {
                 h.dims(&o.block_shape);
                 h.dims(&o.squeezed);
                 h.str(o.space.name());
+                h.usize(o.buffers.unwrap_or(0));
                 hash_func_into(&o.index_map, &mut h);
             }
         }
@@ -181,6 +221,22 @@ impl KernelProgram {
     /// Total number of grid steps.
     pub fn num_steps(&self) -> usize {
         self.grid.iter().product()
+    }
+
+    /// For a launch with padded edge blocks: the same launch on arrays rounded up to whole
+    /// blocks, which the interpreter and the StableHLO forms run between padding the inputs
+    /// and cropping the outputs (so writes past an array's end are dropped). `None` when
+    /// every block divides its array.
+    pub fn padded_form(&self) -> Option<KernelProgram> {
+        let operands = self.inputs.iter().chain(&self.outputs);
+        if !operands.into_iter().any(BlockOperand::is_padded) {
+            return None;
+        }
+        let mut inner = self.clone();
+        for o in inner.inputs.iter_mut().chain(inner.outputs.iter_mut()) {
+            o.array_shape = o.padded_shape();
+        }
+        Some(inner)
     }
 }
 
@@ -220,6 +276,9 @@ impl fmt::Display for KernelProgram {
                         format!(" squeezing {:?}", o.squeezed)
                     }
                 )?;
+                if let Some(n) = o.buffers {
+                    writeln!(f, "  buffered({n})")?;
+                }
                 write!(f, "{}", o.index_map)?;
             }
         }

@@ -150,6 +150,35 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             let (dtype, shape) = accessed(ty(*dst)?, "destination")?;
             same(ty(*value)?, &Type::tile(dtype, shape), "stored value")
         }
+        OpKind::StoreMasked { dst, mask, value } => {
+            one(0)?;
+            let (dtype, shape) = accessed(ty(*dst)?, "destination")?;
+            same(ty(*value)?, &Type::tile(dtype, shape), "stored value")?;
+            same(ty(*mask)?, &Type::tile(DType::Bool, shape), "mask")
+        }
+        OpKind::PrngSeed { seeds } => {
+            one(1)?;
+            if seeds.is_empty() {
+                return Err("needs at least one seed".into());
+            }
+            for s in seeds {
+                same(ty(*s)?, &Type::index(), "seed")?;
+            }
+            same(results[0], &Type::index(), "key")
+        }
+        OpKind::PrngRandomBits { key, .. } => {
+            one(1)?;
+            same(ty(*key)?, &Type::index(), "key")?;
+            match results[0] {
+                Type::Value {
+                    dtype: DType::I32,
+                    shape,
+                } if shape.len() >= 2 => Ok(()),
+                other => Err(format!(
+                    "draws an i32 tile of rank >= 2 (as the TPU's PRNG), not {other}"
+                )),
+            }
+        }
         OpKind::LoadSlice { src, starts, sizes } => {
             one(1)?;
             let (dtype, shape) = accessed(ty(*src)?, "source")?;

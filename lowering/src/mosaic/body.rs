@@ -160,6 +160,26 @@ impl<'a> Lower<'a> {
             OpKind::StoreSlice { dst, starts, value } => {
                 self.store(op, *dst, starts, *value).map(|()| Vec::new())?
             }
+            // The TPU's hardware PRNG, as Pallas' `prng_seed` / `prng_random_bits` lower;
+            // the key (the interpreter's and StableHLO's generator state) is unused here.
+            OpKind::PrngSeed { seeds } => {
+                let seeds = seeds
+                    .iter()
+                    .map(|s| self.val(*s, op))
+                    .collect::<Result<Vec<V>, _>>()?;
+                let refs: Vec<&V> = seeds.iter().collect();
+                self.p.op("tpu.prng_set_seed_32", &refs, "", &[]);
+                vec![self.constant(Literal::Int(0), DType::I32, &[])]
+            }
+            OpKind::PrngRandomBits { .. } => {
+                let (dtype, shape) = self.value_type(op.results.first().copied(), op)?;
+                vec![self
+                    .p
+                    .op1("tpu.prng_random_bits", &[], "", vector(dtype, &shape))]
+            }
+            OpKind::StoreMasked { dst, mask, value } => self
+                .store_masked(op, *dst, *mask, *value)
+                .map(|()| Vec::new())?,
             OpKind::LoadElement { src, indices } => vec![self.load_element(op, *src, indices)?],
             OpKind::StoreElement {
                 dst,
@@ -355,6 +375,50 @@ impl<'a> Lower<'a> {
         let mut operands = vec![&v, &r];
         operands.extend(idx.iter());
         self.p.op("vector.store", &operands, "", &[]);
+        Ok(())
+    }
+
+    /// A masked `tpu.vector_store` of the whole block, as Pallas lowers `pl.store(..,
+    /// mask=)`. Mosaic's masked store takes 32-bit data only (Pallas refuses other widths);
+    /// for those the block is loaded, merged with `arith.select` and stored whole, which is
+    /// the same within a grid step (the window belongs to this step).
+    fn store_masked(
+        &mut self,
+        op: &Operation,
+        dst: ValueId,
+        mask: ValueId,
+        value: ValueId,
+    ) -> Result<(), MosaicError> {
+        let (dtype, shape, space) = self.ref_type(op, dst)?;
+        vector_memory(op, space, &shape)?;
+        let (r, m, v) = (
+            self.val(dst, op)?,
+            self.val(mask, op)?,
+            self.val(value, op)?,
+        );
+        let (full, _) = self.unsqueezed(dst, &shape, &[]);
+        let idx = self.indices(op, &[], full.len())?;
+        if dtype.bits() != 32 {
+            let old = self.load(op, dst, &[], None)?;
+            let merged = self
+                .p
+                .op1("arith.select", &[&m, &v, &old], "", vector(dtype, &shape));
+            let merged = self.cast_shape(merged, dtype, &shape, &full);
+            let mut operands = vec![&merged, &r];
+            operands.extend(idx.iter());
+            self.p.op("vector.store", &operands, "", &[]);
+            return Ok(());
+        }
+        let v = self.cast_shape(v, dtype, &shape, &full);
+        let m = self.cast_shape(m, DType::Bool, &shape, &full);
+        let mut operands = vec![&v, &r];
+        operands.extend(idx.iter());
+        operands.push(&m);
+        let attrs = format!(
+            "operandSegmentSizes = array<i32: 1, 1, {}, 1>, strides = array<i32>",
+            idx.len()
+        );
+        self.p.op("tpu.vector_store", &operands, &attrs, &[]);
         Ok(())
     }
 

@@ -12,8 +12,9 @@ use std::collections::HashSet;
 /// What a kernel needs in VMEM, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VmemUsage {
-    /// Every input and output window, twice: the pipeline fetches the next block while
-    /// the kernel works on this one.
+    /// Every input and output window, once per pipeline buffer: twice by default (the
+    /// pipeline fetches the next block while the kernel works on this one), once for
+    /// `BlockSpec::buffered(1)`.
     pub windows: usize,
     /// VMEM scratch buffers (allocated once).
     pub scratch: usize,
@@ -25,7 +26,8 @@ impl VmemUsage {
     }
 }
 
-/// All checks, in order: 64-bit types, tiling, reduction axes, VMEM budget.
+/// All checks, in order: 64-bit types, tiling, reduction axes, core-parallel extents, VMEM
+/// budget.
 pub fn check_program(
     program: &KernelProgram,
     generation: TpuGeneration,
@@ -38,7 +40,35 @@ pub fn check_program(
         }
     }
     check_reduction_axes(program)?;
+    check_core_parallel(program, generation)?;
     check_vmem(program, generation)
+}
+
+/// A `CoreParallel` axis has exactly one step per TensorCore of the generation (libtpu's
+/// rule; see [`TpuGeneration::active_tensor_cores`]), reported at the `.semantics(..)` call.
+pub fn check_core_parallel(
+    program: &KernelProgram,
+    generation: TpuGeneration,
+) -> Result<(), MosaicError> {
+    let cores = generation.active_tensor_cores();
+    let core_axes = program
+        .semantics
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s == DimensionSemantics::CoreParallel);
+    for (axis, _) in core_axes {
+        let extent = program.grid[axis];
+        if extent != cores {
+            return Err(MosaicError::CoreParallel {
+                axis,
+                extent,
+                cores,
+                generation: generation.name(),
+                loc: program.semantics_loc,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Rows per native tile: a 32-bit vreg holds 8 x 128; narrower types pack more rows.
@@ -185,10 +215,15 @@ pub fn check_reduction_axes(program: &KernelProgram) -> Result<(), MosaicError> 
             if extent == 1 || used.contains(&axis) || !input_axes.contains(&axis) {
                 continue;
             }
-            let later_parallel = (axis + 1..program.grid.len())
-                .find(|&a| program.semantics[a] == DimensionSemantics::Parallel);
-            let reason = if program.semantics.get(axis) != Some(&DimensionSemantics::Arbitrary) {
-                "it must be `Arbitrary`, not `Parallel` (parallel steps may run on different cores and race on the output)".to_string()
+            let later_parallel =
+                (axis + 1..program.grid.len()).find(|&a| program.semantics[a].is_parallel());
+            let marked = program.semantics[axis];
+            let reason = if marked.is_parallel() {
+                let name = match marked {
+                    DimensionSemantics::CoreParallel => "CoreParallel",
+                    _ => "Parallel",
+                };
+                format!("it must be `Arbitrary`, not `{name}` (parallel steps may run on different cores and race on the output)")
             } else if let Some(later) = later_parallel {
                 format!("it must come after the parallel axis {later}: put reduction axes last")
             } else {
@@ -233,8 +268,7 @@ pub fn vmem_usage(program: &KernelProgram) -> VmemUsage {
         .inputs
         .iter()
         .chain(&program.outputs)
-        .filter(|o| o.space != MemorySpace::Any)
-        .map(|o| 2 * bytes(o.dtype, &o.block_shape))
+        .map(|o| o.window_buffers() * bytes(o.dtype, &o.block_shape))
         .sum();
     let scratch = program
         .scratch

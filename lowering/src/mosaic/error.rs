@@ -35,7 +35,7 @@ pub enum MosaicError {
         dtype: DType,
         loc: Loc,
     },
-    #[error("{loc}: needs {needed} bytes of VMEM ({windows} for double-buffered windows, {scratch} for scratch) but {generation} has {limit} bytes: use smaller blocks")]
+    #[error("{loc}: needs {needed} bytes of VMEM ({windows} for windows, counted once per pipeline buffer, {scratch} for scratch) but {generation} has {limit} bytes: use smaller blocks")]
     VmemBudget {
         needed: usize,
         windows: usize,
@@ -49,6 +49,15 @@ pub enum MosaicError {
         output: String,
         axis: usize,
         reason: String,
+        loc: Loc,
+    },
+    /// A `CoreParallel` axis whose extent is not the generation's TensorCore count.
+    #[error("{loc}: grid axis {axis} is `CoreParallel` with {extent} steps, but {generation} runs a kernel on {cores} TensorCore(s): a core-parallel axis has one step per core, so it needs exactly {cores} steps here (use `Parallel` otherwise)")]
+    CoreParallel {
+        axis: usize,
+        extent: usize,
+        cores: usize,
+        generation: &'static str,
         loc: Loc,
     },
     #[error("unknown TPU topology `{0}` (expected e.g. v4:2x2x1, v5e:2x2, v5p:2x2x1, v6e:2x2, tpu7x:2x2x1)")]

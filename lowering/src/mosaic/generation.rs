@@ -66,6 +66,20 @@ impl TpuGeneration {
         }
     }
 
+    /// TensorCores one kernel runs on: the extent a `CoreParallel` grid axis must have.
+    /// Measured with libtpu's AOT compiler (v4:2x2x2, v5e:2x2, v5p:2x2x1, v6e:2x2,
+    /// tpu7x:2x2x1): only v5p runs its two TensorCores as one megacore device; v5e and v6e
+    /// have one TensorCore per chip, tpu7x's two are separate devices, and libtpu treats v4
+    /// as one core. libtpu refuses any other extent ("Core-parallel dimension 0 has
+    /// iteration bound: 2, which is greater than the number of active cores: 1"; on v5p an
+    /// extent of 1 fails too).
+    pub fn active_tensor_cores(self) -> usize {
+        match self {
+            TpuGeneration::V5p => 2,
+            TpuGeneration::V4 | TpuGeneration::V5e | TpuGeneration::V6e | TpuGeneration::Tpu7x => 1,
+        }
+    }
+
     /// The scoped VMEM limit a kernel gets by default.
     pub fn default_scoped_vmem_bytes(self) -> usize {
         match self {

@@ -7,7 +7,8 @@
 //! The kernel func follows what Pallas emits (learned from `jax` 0.10.2's lowering of
 //! add / matmul / softmax, see `tools/pallas_structure.py`): args are the grid indices
 //! (`i32`), one `memref<block, #tpu.memory_space<vmem>>` per input and output, then the
-//! scratch refs; attributes `dimension_semantics`, `iteration_bounds`, `scalar_prefetch`,
+//! scratch refs; attributes `dimension_semantics` (`parallel`, `core_parallel`, `arbitrary`),
+//! `iteration_bounds`, `scalar_prefetch`,
 //! `scratch_operands`, `tpu.core_type` and `window_params`, whose `transform_indices` are
 //! the traced index maps. IR ops map to `arith`, `math`, `vector` (`load`/`store`,
 //! `multi_reduction`, `broadcast`, `shape_cast`), `scf` (`if`, `for`) and `tpu`

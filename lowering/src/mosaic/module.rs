@@ -91,8 +91,14 @@ fn kernel_func(p: &mut Printer, program: &KernelProgram, pad: usize) -> Result<(
         .enumerate()
         .map(|(i, o)| match o.space {
             MemorySpace::Any => "{}".to_string(),
+            // As Pallas: a `pipeline_mode` only where the BlockSpec gives a depth.
             _ => format!(
-                "{{transform_indices = @transform_{i}, window_bounds = {}}}",
+                "{{{}transform_indices = @transform_{i}, window_bounds = {}}}",
+                match o.buffers {
+                    Some(1) => "pipeline_mode = #tpu.pipeline_mode<synchronous>, ",
+                    Some(_) => "pipeline_mode = #tpu.pipeline_mode<double_buffered>, ",
+                    None => "",
+                },
                 dense_array("i64", &o.block_shape)
             ),
         })

@@ -24,6 +24,10 @@ pub struct BlockSpec {
     pub(crate) squeezed: Vec<usize>,
     /// `Vmem` for blocked operands; `Any` for [`BlockSpec::any`] (left in HBM, whole).
     pub(crate) space: MemorySpace,
+    /// [`BlockSpec::buffered`]'s depth and where it was given.
+    pub(crate) buffers: Option<(usize, Loc)>,
+    /// [`BlockSpec::padded`]: the array need not be a multiple of the block.
+    pub(crate) padded: bool,
 }
 
 impl fmt::Debug for BlockSpec {
@@ -50,6 +54,8 @@ impl BlockSpec {
             loc: Loc::caller(),
             squeezed: Vec::new(),
             space: MemorySpace::Vmem,
+            buffers: None,
+            padded: false,
         }
     }
 
@@ -65,6 +71,8 @@ impl BlockSpec {
             loc: Loc::caller(),
             squeezed: Vec::new(),
             space: MemorySpace::Any,
+            buffers: None,
+            padded: false,
         }
     }
 
@@ -84,6 +92,8 @@ impl BlockSpec {
             loc: Loc::caller(),
             squeezed: Vec::new(),
             space: MemorySpace::Vmem,
+            buffers: None,
+            padded: false,
         }
     }
 
@@ -95,6 +105,29 @@ impl BlockSpec {
         dims.sort_unstable();
         dims.dedup();
         self.squeezed = dims;
+        self
+    }
+
+    /// How many VMEM buffers the implicit pipeline keeps for this operand (Pallas'
+    /// `pipeline_mode=pl.Buffered(n)`): 2 (the default) fetches the next block while the body
+    /// works on this one; 1 (Mosaic's `synchronous`) halves the window's VMEM for blocks that
+    /// rarely change (weights, a block index constant over the grid) at the cost of no
+    /// overlap. Mosaic's pipeline has only these two modes, so other depths are an error at
+    /// this call (Pallas TPU refuses them too).
+    #[track_caller]
+    pub fn buffered(mut self, n: usize) -> BlockSpec {
+        self.buffers = Some((n, Loc::caller()));
+        self
+    }
+
+    /// Lets the array's dims be any size, not only multiples of the block (Pallas' padded
+    /// edge blocks): the grid covers the array with `ceil(array / block)` blocks per dim, the
+    /// last one sticking out. What a kernel reads past the array's end is unspecified (NaN
+    /// for floats and 0 for integers on the interpreter, 0 on the CPU forms, whatever VMEM
+    /// holds on a TPU: mask it, e.g. with `load_masked`), and what it writes there is
+    /// dropped, never stored into the array.
+    pub fn padded(mut self) -> BlockSpec {
+        self.padded = true;
         self
     }
 

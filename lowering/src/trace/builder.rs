@@ -18,6 +18,8 @@ struct OpenRegion {
     scope: u32,
     args: Vec<ValueId>,
     ops: Vec<Operation>,
+    /// A `fori`/`while` body or condition (its ops run once per iteration).
+    is_loop: bool,
 }
 
 /// The graph under construction (opaque; public only because `Operand` names it).
@@ -32,6 +34,10 @@ pub struct Builder {
     errors: Vec<TraceError>,
     /// `Some(rank)` in kernel bodies, `None` in index maps (no program_id there).
     pub(crate) grid_rank: Option<usize>,
+    /// The key of the latest `prng_seed` and where it was called.
+    pub(crate) prng_key: Option<(Val, Loc)>,
+    /// `prng_random_bits` calls traced so far (the next draw's site number).
+    pub(crate) prng_sites: u32,
 }
 
 thread_local! {
@@ -70,10 +76,13 @@ impl Session {
                 scope: 0,
                 args: Vec::new(),
                 ops: Vec::new(),
+                is_loop: false,
             }],
             next_scope: 1,
             errors: Vec::new(),
             grid_rank,
+            prng_key: None,
+            prng_sites: 0,
         };
         let args: Vec<Val> = params.iter().map(|t| b.new_value(t.clone())).collect();
         b.regions[0].args = args.iter().map(|v| v.id).collect();
@@ -197,12 +206,30 @@ impl Builder {
 
     /// Opens a nested region with args of the given types.
     pub(crate) fn begin_region(&mut self, arg_types: Vec<Type>) -> Vec<Val> {
+        self.open_region(arg_types, false)
+    }
+
+    /// [`Builder::begin_region`] for a loop's body or condition.
+    pub(crate) fn begin_loop_region(&mut self, arg_types: Vec<Type>) -> Vec<Val> {
+        self.open_region(arg_types, true)
+    }
+
+    /// Whether `v` was defined outside a loop region that is open now (so a use of it runs
+    /// once per iteration of that loop); `None` when its region has ended.
+    pub(crate) fn defined_outside_an_open_loop(&self, v: Val) -> Option<bool> {
+        let scope = self.scope_of[v.id.0 as usize];
+        let at = self.regions.iter().position(|r| r.scope == scope)?;
+        Some(self.regions[at + 1..].iter().any(|r| r.is_loop))
+    }
+
+    fn open_region(&mut self, arg_types: Vec<Type>, is_loop: bool) -> Vec<Val> {
         let scope = self.next_scope;
         self.next_scope += 1;
         self.regions.push(OpenRegion {
             scope,
             args: Vec::new(),
             ops: Vec::new(),
+            is_loop,
         });
         let args: Vec<Val> = arg_types.into_iter().map(|t| self.new_value(t)).collect();
         self.regions.last_mut().expect("just pushed").args = args.iter().map(|v| v.id).collect();

@@ -257,7 +257,7 @@ pub fn __fori<C: Carry>(
         let arg_types = std::iter::once(Type::index())
             .chain(init_types.iter().cloned())
             .collect();
-        (lo, hi, init_types, b.begin_region(arg_types))
+        (lo, hi, init_types, b.begin_loop_region(arg_types))
     });
     let inner = substitute(&leaves, &args[1..]);
     let out = flat(body(
@@ -319,7 +319,7 @@ pub fn __while<C: Carry, B: IntoCond>(
     let init = traced(&leaves);
     let init_types: Vec<Type> = with(|b| init.iter().map(|v| b.ty(*v)).collect());
     // The condition, on the carried values as region args.
-    let cond_args = with(|b| b.begin_region(init_types.clone()));
+    let cond_args = with(|b| b.begin_loop_region(init_types.clone()));
     let decided = cond(rebuild(&substitute(&leaves, &cond_args))).into_cond();
     let cond_value = match decided {
         Ok(go) => {
@@ -342,7 +342,7 @@ pub fn __while<C: Carry, B: IntoCond>(
         }
         region
     });
-    let body_args = with(|b| b.begin_region(init_types.clone()));
+    let body_args = with(|b| b.begin_loop_region(init_types.clone()));
     let out = flat(body(rebuild(&substitute(&leaves, &body_args))));
     let results = with(|b| {
         check_carried(b, &leaves, &out, "while", loc);
@@ -414,6 +414,7 @@ fn writes_a_ref(region: &crate::ir::Region) -> bool {
         matches!(
             op.kind,
             OpKind::Store { .. }
+                | OpKind::StoreMasked { .. }
                 | OpKind::StoreSlice { .. }
                 | OpKind::StoreElement { .. }
                 | OpKind::DmaStart(_)

@@ -57,7 +57,7 @@ pub enum TraceError {
         loc: Loc,
     },
 
-    #[error("{loc}: {what}: block dim {dim} is {block_dim}, which does not divide the array's dim {array_dim} (block {block:?}, array {array:?})")]
+    #[error("{loc}: {what}: block dim {dim} is {block_dim}, which does not divide the array's dim {array_dim} (block {block:?}, array {array:?}; `BlockSpec::padded()` allows a partial last block)")]
     BlockNotDividing {
         what: String,
         dim: usize,

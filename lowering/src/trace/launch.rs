@@ -187,7 +187,8 @@ impl Launch {
         self
     }
 
-    /// One per grid axis; the default is all `Parallel`.
+    /// One per grid axis (`Parallel`, `CoreParallel` or `Arbitrary`); the default is all
+    /// `Parallel`. At most one axis may be `CoreParallel` (an error here otherwise).
     #[track_caller]
     pub fn semantics(mut self, semantics: impl Into<Vec<DimensionSemantics>>) -> Launch {
         self.semantics = Some((semantics.into(), Loc::caller()));
@@ -328,7 +329,19 @@ impl Launch {
                     loc: *loc,
                 });
             }
-            Some((s, _)) => s.clone(),
+            Some((s, loc)) => {
+                let core = |a: &&DimensionSemantics| **a == DimensionSemantics::CoreParallel;
+                if s.iter().filter(core).count() > 1 {
+                    return Err(TraceError::Launch {
+                        message: format!(
+                            "semantics {s:?} mark more than one grid axis `CoreParallel`: the \
+                             TensorCores split one axis (Mosaic supports one core-parallel axis)"
+                        ),
+                        loc: *loc,
+                    });
+                }
+                s.clone()
+            }
         };
 
         let operand = |p: &ParamInfo, role: &str, spec: &BlockSpec, array: &[usize]| {
@@ -589,8 +602,17 @@ fn block_operand(
             loc,
         });
     }
+    if spec.padded && spec.space == MemorySpace::Any {
+        return Err(TraceError::Launch {
+            message: format!(
+                "{what}: an HBM operand (`BlockSpec::any()`) is one whole-array block, so it \
+                 has no edge blocks to pad"
+            ),
+            loc,
+        });
+    }
     for (dim, (&b, &a)) in block.iter().zip(array).enumerate() {
-        if b == 0 || a % b != 0 {
+        if b == 0 || (a % b != 0 && !spec.padded) {
             return Err(TraceError::BlockNotDividing {
                 what,
                 dim,
@@ -620,6 +642,25 @@ fn block_operand(
             ),
         };
         return Err(TraceError::Launch { message, loc });
+    }
+    if let Some((n, at)) = spec.buffers {
+        let problem = if spec.space == MemorySpace::Any {
+            Some(format!(
+                "{what}: an HBM operand (`BlockSpec::any()`) has no window and no pipeline, so \
+                 it has no buffers to count; multi-buffer its DMAs by hand"
+            ))
+        } else if !(1..=2).contains(&n) {
+            Some(format!(
+                "{what}: `buffered({n})`: the TPU pipeline keeps 1 (synchronous) or 2 \
+                 (double-buffered) windows per operand; deeper buffering needs manual DMA \
+                 (`BlockSpec::any()` and `async_copy`)"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            return Err(TraceError::Launch { message, loc: at });
+        }
     }
     if let Some(arity) = spec.arity.filter(|&a| a != grid.len()) {
         return Err(TraceError::IndexMapArity {
@@ -660,6 +701,7 @@ fn block_operand(
         squeezed: spec.squeezed.clone(),
         index_map,
         space: spec.space,
+        buffers: spec.buffers.map(|(n, _)| n),
     })
 }
 

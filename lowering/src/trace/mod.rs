@@ -42,6 +42,7 @@ mod index;
 mod launch;
 mod math;
 mod operand;
+mod prng;
 mod refs;
 mod scan;
 mod shape_ops;
@@ -64,6 +65,7 @@ pub use index::{IndexList, IndexValue, IntoIndex};
 pub use launch::{DmaSemaphores, Launch, ScratchSpec, Smem, Vmem};
 pub use math::{abs, ceil, cos, erf, exp, floor, log, rsqrt, sigmoid, sin, sqrt, tanh};
 pub use operand::{Operand, ScalarOperand};
+pub use prng::{prng_random_bits, prng_seed};
 // The traced program is IR; re-exported here because the launch API returns it.
 pub use crate::ir::{
     BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand, ScratchBuffer,

@@ -52,6 +52,30 @@ macro_rules! ref_type {
                 }))
             }
 
+            /// The whole block where `mask` is true and `other` elsewhere (Pallas'
+            /// `pl.load(.., mask=, other=)`): a load and a select, as a VMEM window is always
+            /// readable. `mask` and `other` broadcast to the block shape; a mask of another
+            /// shape is an error at this line.
+            #[track_caller]
+            pub fn load_masked(&self, mask: impl Operand<bool>, other: impl Operand<E>) -> Tile<E> {
+                let loc = Loc::caller();
+                let all = Tile::<E>::from_val(with(|b| {
+                    let ty = b.ty(self.v);
+                    let src = b.id(self.v, "load_masked", loc);
+                    b.emit1(OpKind::Load { src }, Type::tile(E::DTYPE, ty.shape().to_vec()), loc)
+                }));
+                let (m, o) = with(|b| {
+                    let shape = b.ty(self.v).shape().to_vec();
+                    let m = mask.operand(b, loc);
+                    let o = other.operand(b, loc);
+                    (
+                        broadcast_to(b, m, &shape, "load_masked", loc),
+                        broadcast_to(b, o, &shape, "load_masked", loc),
+                    )
+                });
+                super::shape_ops::select_at(Tile::<bool>::from_val(m), all, Tile::<E>::from_val(o), loc)
+            }
+
             /// `self[starts .. starts + sizes]`: static sizes, starts static or traced.
             #[track_caller]
             pub fn load_slice(&self, starts: impl IndexList, sizes: impl Into<Vec<usize>>) -> Tile<E> {
@@ -103,6 +127,28 @@ macro_rules! writable {
                     let kind = OpKind::Store {
                         dst: b.id(self.v, "store", loc),
                         value: b.id(v, "store", loc),
+                    };
+                    b.emit(kind, vec![], loc);
+                })
+            }
+
+            /// Writes `value` only where `mask` is true (Pallas' `pl.store(.., mask=)`); the
+            /// other elements keep what the block holds. `mask` and `value` broadcast to the
+            /// block shape; a mask of another shape is an error at this line (its dtype is
+            /// `bool` by type).
+            #[track_caller]
+            pub fn store_masked(&self, mask: impl Operand<bool>, value: impl Operand<E>) {
+                let loc = Loc::caller();
+                with(|b| {
+                    let shape = b.ty(self.v).shape().to_vec();
+                    let m = mask.operand(b, loc);
+                    let m = broadcast_to(b, m, &shape, "store_masked", loc);
+                    let v = value.operand(b, loc);
+                    let v = broadcast_to(b, v, &shape, "store_masked", loc);
+                    let kind = OpKind::StoreMasked {
+                        dst: b.id(self.v, "store_masked", loc),
+                        mask: b.id(m, "store_masked", loc),
+                        value: b.id(v, "store_masked", loc),
                     };
                     b.emit(kind, vec![], loc);
                 })

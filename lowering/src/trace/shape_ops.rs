@@ -323,7 +323,16 @@ pub fn where_<E: Element>(
     on_true: impl Operand<E>,
     on_false: impl Operand<E>,
 ) -> Tile<E> {
-    let loc = Loc::caller();
+    select_at(cond, on_true, on_false, Loc::caller())
+}
+
+/// [`where_`] at `loc`.
+pub(crate) fn select_at<E: Element>(
+    cond: impl Operand<bool>,
+    on_true: impl Operand<E>,
+    on_false: impl Operand<E>,
+    loc: Loc,
+) -> Tile<E> {
     Tile::from_val(with(|b| {
         let (c, t, f) = (
             cond.operand(b, loc),

@@ -232,6 +232,14 @@ impl<'a> BodyEmitter<'a> {
             OpKind::StoreSlice { dst, starts, value } => {
                 return self.write_window(f, op, *dst, starts, *value)
             }
+            OpKind::StoreMasked { .. }
+            | OpKind::PrngSeed { .. }
+            | OpKind::PrngRandomBits { .. } => {
+                return Err(EmitError::internal(format!(
+                    "{} reached the translator: desugar.rs rewrites it first",
+                    op.kind.name()
+                )))
+            }
             OpKind::StoreElement {
                 dst,
                 indices,

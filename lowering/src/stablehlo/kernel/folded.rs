@@ -389,6 +389,9 @@ impl Fold<'_> {
             OpKind::ProgramId { .. }
             | OpKind::LoadSlice { .. }
             | OpKind::StoreSlice { .. }
+            | OpKind::StoreMasked { .. }
+            | OpKind::PrngSeed { .. }
+            | OpKind::PrngRandomBits { .. }
             | OpKind::LoadElement { .. }
             | OpKind::StoreElement { .. }
             | OpKind::If { .. }

@@ -22,14 +22,16 @@
 mod accumulate;
 mod batched;
 mod body;
+mod desugar;
 mod error;
 mod folded;
 mod grid_loop;
+mod padded;
 mod plan;
 
 pub use error::EmitError;
 
-use crate::ir::{BlockOperand, DimensionSemantics, KernelProgram, OpKind};
+use crate::ir::{BlockOperand, KernelProgram, OpKind};
 use plan::{Operand, Plan, Scratch};
 
 /// Which StableHLO form to emit.
@@ -51,7 +53,11 @@ pub fn emit_kernel(program: &KernelProgram) -> Result<String, EmitError> {
 
 /// The module text of `program` in `form`.
 pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, EmitError> {
-    let plan = plan_of(program)?;
+    if let Some(inner) = program.padded_form() {
+        return padded::emit(program, &emit_kernel_as(&inner, form)?, &inner);
+    }
+    let program = desugar::for_stablehlo(program);
+    let plan = plan_of(&program)?;
     plan.check()?;
     let module = match form {
         Form::GridLoop => grid_loop::emit(&plan)?,
@@ -72,7 +78,11 @@ pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, Emi
 /// `Ok` when [`Form::Batched`] is legal for `program`, else the reason it is not (or the
 /// error that stops both forms).
 pub fn batched_form_applies(program: &KernelProgram) -> Result<(), String> {
-    let plan = plan_of(program).map_err(|e| e.to_string())?;
+    if let Some(inner) = program.padded_form() {
+        return batched_form_applies(&inner);
+    }
+    let program = desugar::for_stablehlo(program);
+    let plan = plan_of(&program).map_err(|e| e.to_string())?;
     plan.check().map_err(|e| e.to_string())?;
     match batched::emit(&plan) {
         Ok(_) => Ok(()),
@@ -136,11 +146,7 @@ fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
             })
             .collect(),
         aliases: p.aliases.clone(),
-        parallel: p
-            .semantics
-            .iter()
-            .map(|s| *s == DimensionSemantics::Parallel)
-            .collect(),
+        parallel: p.semantics.iter().map(|s| s.is_parallel()).collect(),
         manual_dma: p
             .inputs
             .iter()
