@@ -4,7 +4,8 @@ ops/coverage/sweep.json). The gate: every overload of the table passes (samples 
 none failed), so `tessera ops coverage` shows ops_passing == ops_total and Core 193/193. Per-op failures are in the results file and
 in this test's message (`check_ops.py OP...` reruns some; `--exact` with the same
 TESSERA_SWEEP_SEED reproduces an op's samples of this run). The samples are seeded per OpInfo,
-dtype and source from TESSERA_SWEEP_SEED (default 0), so the gate is deterministic per seed."""
+dtype and source from TESSERA_SWEEP_SEED (default 0) and dealt to TESSERA_SWEEP_WORKERS
+processes (default 2, whatever the machine's cores), so the gate is deterministic per seed."""
 
 import os
 

@@ -14,8 +14,12 @@ SHAPE_ONLY = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_st
 # Overloads whose index result is unspecified among equal values (torch's sorts are not stable
 # unless asked): the position of `dim` in their positional arguments (else the `dim` keyword,
 # default -1). `argsort` returns only the indices; the others (values, indices).
+# Op -> position of its `dim` argument. `median`/`nanmedian` along a dim: "indices is not
+# necessarily the first occurrence of each median value found, unless it is unique" (torch's
+# docs); seen with bfloat16 ties (masked.median's samples).
 UNORDERED_TIES = {"sort": 1, "sort.values": 1, "topk": 2, "topk.values": 2, "kthvalue": 2,
-                  "kthvalue.values": 2, "argsort": 1, "argsort.stable": None, "argsort.stable_out": None}
+                  "kthvalue.values": 2, "argsort": 1, "argsort.stable": None, "argsort.stable_out": None,
+                  "median.dim": 1, "median.dim_values": 1, "nanmedian.dim": 1, "nanmedian.dim_values": 1}
 UPCAST = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
           torch.complex64: torch.complex128}
 

@@ -28,7 +28,8 @@ errors (torch's CPU-dependent kernels, XLA CPU's subnormal flush) are listed and
 known_differences.py, and counted per op in the JSON's `known_differences`.
 
 Determinism: every sample draw is seeded from (TESSERA_SWEEP_SEED, OpInfo or op, dtype, source),
-so an OpInfo's samples never depend on what ran before it; the walk order is op_db's.
+so an OpInfo's samples never depend on what ran before it; the walk order is op_db's, dealt
+round-robin to TESSERA_SWEEP_WORKERS processes (default 2), whose results are summed.
 """
 
 import itertools
