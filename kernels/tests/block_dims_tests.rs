@@ -78,11 +78,7 @@ fn batched_matmul_with_a_squeezed_batch_dim_matches_float64_on_every_device() {
         let tol = (k * k) as f64 * f32::EPSILON as f64;
         for (device, out) in runs {
             let got = out.unwrap_or_else(|e| panic!("{device}: {e}"))[0].to_f64_vec();
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(g, w)| (g - w).abs())
-                .fold(0.0, f64::max);
+            let worst = support::max_abs_error(&got, &want);
             assert!(
                 worst <= tol,
                 "{device} {b}x{m}x{k}x{n}: max error {worst} > {tol}"

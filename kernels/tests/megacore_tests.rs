@@ -92,11 +92,7 @@ fn the_core_parallel_matmul_matches_float64_on_the_interpreter_and_cpu() {
         let tol = (k * k) as f64 * f32::EPSILON as f64;
         for (device, out) in runs {
             let got = out.unwrap_or_else(|e| panic!("{device}: {e}"))[0].to_f64_vec();
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(g, w)| (g - w).abs())
-                .fold(0.0, f64::max);
+            let worst = support::max_abs_error(&got, &want);
             assert!(
                 worst <= tol,
                 "{device} {cores} cores {dims:?}: max error {worst} > {tol}"

@@ -105,11 +105,7 @@ fn a_masked_row_sum_over_ragged_blocks_matches_float64_everywhere() {
         // f32 sums of n terms of magnitude < 1: |error| <= n * n * 2^-24.
         let tol = (n * n) as f64 * f64::from(f32::EPSILON) / 2.0;
         for (device, got) in runs(&row_sums_launch(m, n, blocks), &[&cols, &x]) {
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(g, w)| (g - w).abs())
-                .fold(0.0, f64::max);
+            let worst = support::max_abs_error(&got, &want);
             assert!(worst <= tol, "{device} {m}x{n}: max error {worst} > {tol}");
         }
     }

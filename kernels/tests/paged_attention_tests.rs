@@ -241,11 +241,7 @@ fn paged_attention_matches_float64_on_every_device() {
     for (device, out) in runs {
         let got = out.unwrap_or_else(|e| panic!("{device}: {e}"))[0].to_f64_vec();
         assert_eq!(got.len(), want.len(), "{device}");
-        let worst = got
-            .iter()
-            .zip(&want)
-            .map(|(g, w)| (g - w).abs())
-            .fold(0.0, f64::max);
+        let worst = support::max_abs_error(&got, &want);
         eprintln!("{device}: max |error| vs float64 {worst:e}");
         assert!(worst <= TOL, "{device}: max |error| {worst:e} > {TOL:e}");
     }

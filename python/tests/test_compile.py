@@ -114,13 +114,19 @@ def train(model, step_fn, ids, targets, steps=20):
     return losses
 
 
-def test_twenty_training_steps_of_a_small_transformer_follow_torch():
-    g = torch.Generator().manual_seed(5)
+def tiny_lms(seed):
+    """Token ids and targets drawn from `seed`, and two TinyLMs with the same weights."""
+    g = torch.Generator().manual_seed(seed)
     ids, targets = torch.randint(0, 50, (4, 12), generator=g), torch.randint(0, 50, (4, 12), generator=g)
     torch.manual_seed(0)
     ref = TinyLM()
     model = TinyLM()
     model.load_state_dict(ref.state_dict())
+    return ids, targets, ref, model
+
+
+def test_twenty_training_steps_of_a_small_transformer_follow_torch():
+    ids, targets, ref, model = tiny_lms(5)
     want = train(ref, ref, ids, targets)
     got = train(model, torch.compile(model, backend="tessera"), ids, targets)
     # float32, 20 AdamW steps: the curves agree to 1e-3 relative (measured: ~1e-5).
@@ -160,12 +166,7 @@ def test_a_model_on_the_tpu_device_compiles_and_its_results_stay_on_the_device()
 
 
 def test_twenty_compiled_training_steps_on_the_tpu_device_follow_torch():
-    g = torch.Generator().manual_seed(8)
-    ids, targets = torch.randint(0, 50, (4, 12), generator=g), torch.randint(0, 50, (4, 12), generator=g)
-    torch.manual_seed(0)
-    ref = TinyLM()
-    model = TinyLM()
-    model.load_state_dict(ref.state_dict())
+    ids, targets, ref, model = tiny_lms(8)
     model.to("tpu")
     want = train(ref, ref, ids, targets)
     before, moved = tc.report(), tt.metrics()["transfers"]["to_host"]

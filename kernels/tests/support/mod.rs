@@ -148,3 +148,16 @@ pub fn row_blocks_plus_one(
         want,
     )
 }
+
+/// The largest |got - want| over the elements (the kernel tests' check against float64).
+pub fn max_abs_error(got: &[f64], want: &[f64]) -> f64 {
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "result and reference differ in length"
+    );
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs())
+        .fold(0.0, f64::max)
+}
