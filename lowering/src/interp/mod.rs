@@ -23,18 +23,18 @@ pub use error::InterpError;
 
 use crate::host::HostTensor;
 use crate::ir::{BlockOperand, KernelProgram, MemorySpace};
+use crate::DType;
 use array::Array;
 use dma::DmaState;
 use eval::{Machine, Rt};
 use ops::{copy_window, paste_window};
 use std::rc::Rc;
 
-/// Runs `program` on `inputs` (one per program input, matching its dtype and array shape)
-/// and returns the outputs.
-pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, InterpError> {
-    if let Some(inner) = program.padded_form() {
-        return padding::run_padded(program, &inner, inputs);
-    }
+/// The scalar-prefetch inputs and the blocked ones, once their count is the kernel's.
+fn split_inputs<'a>(
+    program: &KernelProgram,
+    inputs: &'a [HostTensor],
+) -> Result<(&'a [HostTensor], &'a [HostTensor]), InterpError> {
     let np = program.prefetch.len();
     if inputs.len() != np + program.inputs.len() {
         return Err(InterpError::InputCount {
@@ -43,18 +43,40 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
             got: inputs.len(),
         });
     }
-    let (prefetch, inputs) = inputs.split_at(np);
+    Ok(inputs.split_at(np))
+}
+
+/// Input `name` given as `t` where the kernel takes `dtype` `shape`.
+fn check_input(
+    program: &KernelProgram,
+    name: &str,
+    dtype: DType,
+    shape: &[usize],
+    t: &HostTensor,
+) -> Result<(), InterpError> {
+    if t.dtype() != dtype || t.shape() != shape {
+        return Err(InterpError::InputMismatch {
+            kernel: program.name.clone(),
+            name: name.to_string(),
+            expected_dtype: dtype,
+            expected_shape: shape.to_vec(),
+            got_dtype: t.dtype(),
+            got_shape: t.shape().to_vec(),
+        });
+    }
+    Ok(())
+}
+
+/// Runs `program` on `inputs` (one per program input, matching its dtype and array shape)
+/// and returns the outputs.
+pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, InterpError> {
+    if let Some(inner) = program.padded_form() {
+        return padding::run_padded(program, &inner, inputs);
+    }
+    let np = program.prefetch.len();
+    let (prefetch, inputs) = split_inputs(program, inputs)?;
     for (p, t) in program.prefetch.iter().zip(prefetch) {
-        if t.dtype() != p.dtype || t.shape() != p.shape.as_slice() {
-            return Err(InterpError::InputMismatch {
-                kernel: program.name.clone(),
-                name: p.name.clone(),
-                expected_dtype: p.dtype,
-                expected_shape: p.shape.clone(),
-                got_dtype: t.dtype(),
-                got_shape: t.shape().to_vec(),
-            });
-        }
+        check_input(program, &p.name, p.dtype, &p.shape, t)?;
     }
     let operands = program.inputs.iter().chain(&program.outputs);
     if let Some(o) = operands.into_iter().find(|o| o.dtype.is_complex()) {
@@ -65,16 +87,7 @@ pub fn run(program: &KernelProgram, inputs: &[HostTensor]) -> Result<Vec<HostTen
         });
     }
     for (o, t) in program.inputs.iter().zip(inputs) {
-        if t.dtype() != o.dtype || t.shape() != o.array_shape.as_slice() {
-            return Err(InterpError::InputMismatch {
-                kernel: program.name.clone(),
-                name: o.name.clone(),
-                expected_dtype: o.dtype,
-                expected_shape: o.array_shape.clone(),
-                got_dtype: t.dtype(),
-                got_shape: t.shape().to_vec(),
-            });
-        }
+        check_input(program, &o.name, o.dtype, &o.array_shape, t)?;
     }
     let arrays: Vec<Array> = inputs
         .iter()

@@ -12,27 +12,10 @@ pub(super) fn run_padded(
     inner: &KernelProgram,
     inputs: &[HostTensor],
 ) -> Result<Vec<HostTensor>, InterpError> {
-    let np = program.prefetch.len();
-    if inputs.len() != np + program.inputs.len() {
-        return Err(InterpError::InputCount {
-            kernel: program.name.clone(),
-            expected: np + program.inputs.len(),
-            got: inputs.len(),
-        });
-    }
-    let (prefetch, blocked) = inputs.split_at(np);
+    let (prefetch, blocked) = super::split_inputs(program, inputs)?;
     let mut padded: Vec<HostTensor> = prefetch.to_vec();
     for ((o, inner_o), t) in program.inputs.iter().zip(&inner.inputs).zip(blocked) {
-        if t.dtype() != o.dtype || t.shape() != o.array_shape.as_slice() {
-            return Err(InterpError::InputMismatch {
-                kernel: program.name.clone(),
-                name: o.name.clone(),
-                expected_dtype: o.dtype,
-                expected_shape: o.array_shape.clone(),
-                got_dtype: t.dtype(),
-                got_shape: t.shape().to_vec(),
-            });
-        }
+        super::check_input(program, &o.name, o.dtype, &o.array_shape, t)?;
         let fill = if o.dtype.is_float() { f64::NAN } else { 0.0 };
         padded.push(resize(t, &inner_o.array_shape, fill));
     }
