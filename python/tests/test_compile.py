@@ -221,3 +221,17 @@ def test_mixing_devices_in_a_compiled_model_on_the_tpu_device_is_pytorchs_error(
     m = torch.nn.Linear(8, 4).to("tpu")
     with pytest.raises(Exception, match=r"same device, but found at least two devices, tpu:0 and cpu"):
         torch.compile(m, backend="tessera")(torch.randn(2, 8))
+
+
+def test_tensors_made_on_the_tpu_device_inside_a_compiled_graph():
+    # `arange(.., device=x.device)` in user code and in interpolate's decomposition: traced
+    # as the device's tensors, run in the same program.
+    def f(x):
+        up = torch.nn.functional.interpolate(x, size=(8, 8), mode="bilinear", align_corners=False)
+        return up * torch.arange(8, device=x.device)
+
+    x = torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(11))
+    before = tc.report()
+    got = torch.compile(f, backend="tessera", fullgraph=True)(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), f(x), rtol=1e-5, atol=1e-6)
+    assert tc.report()["fallbacks"] == before["fallbacks"]

@@ -157,9 +157,6 @@ def _traced_op(func, args, kwargs):
     """An op on torch.compile's traced device tensors (Dynamo's fake tensors, AOTAutograd's
     functional ones): run on their inner tensors, so the trace records it there; results are
     traced device tensors (an op returning an input, as in-place ops do, returns that input)."""
-    for a in (*args, *kwargs.values()):
-        if type(a) is not TpuTensor:
-            _check_arg(func, a)  # one device per op, as in eager
     inner_of = {}
 
     def inner(v):
@@ -167,6 +164,12 @@ def _traced_op(func, args, kwargs):
             m = v._meta
             inner_of[id(m)] = v
             return m
+        if isinstance(v, torch.Tensor) and v.device.type == _NAME:
+            # A traced factory's result on the device (`arange(.., device=x.device)` in a
+            # decomposition): moved to the inner tensors' device in the trace (a copy the
+            # compiled program runs as one).
+            return v.to("meta")
+        _check_arg(func, v)  # one device per op, as in eager
         return v
 
     out = func(*_tree_map(inner, list(args)), **{k: _tree_map(inner, v) for k, v in kwargs.items()})
