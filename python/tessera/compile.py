@@ -9,6 +9,7 @@ warned once); the graph around it then runs as more than one program. Graph brea
 Dynamo's (`torch._dynamo.explain`); `report()` gives the graphs and programs compiled here.
 """
 
+import math
 import operator
 import weakref
 from collections import Counter
@@ -17,7 +18,7 @@ import torch
 
 from . import _native
 from .device.dispatch import _count_fallback
-from .device.tensor import _ref_meta, _Storage, _value_of_meta, _wrap
+from .device.tensor import _contiguous_strides, _ref_meta, _Storage, _value_of_meta, _wrap
 from .device.dispatch import _native_arg as _device_arg
 from .ops import _DTYPES, _TORCH_DTYPES
 
@@ -216,15 +217,12 @@ class _Program:
         fn, plan = self.programs[key]
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         outs = fn([_native_arg(a) for a in tensors])
+        take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
+                "program": lambda k: _download(outs[k]), "saved": lambda k: _wrap(outs[k])}
         if any(a.device.type == "meta" for a in tensors):
             # Traced from tpu tensors (their inner meta tensors are the inputs): every result
             # stays on the device, returned as the inner tensor of a new tpu tensor.
-            device_out = lambda k: _device_out(outs[k])
-            take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
-                    "program": device_out, "saved": device_out}
-        else:
-            take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
-                    "program": lambda k: _download(outs[k]), "saved": lambda k: _wrap(outs[k])}
+            take["program"] = take["saved"] = lambda k: _device_out(outs[k])
         res = [take[p[0]](*p[1:]) for p in plan]
         args.clear()  # boxed calling convention: the caller's list is ours to free
         return res
@@ -232,15 +230,9 @@ class _Program:
 
 def _device_out(e):
     """Eager value `e` as the inner tensor of a tpu tensor (AOTAutograd wraps it in one)."""
-    n = 1
-    for d in e.shape:
-        n *= d
-    dtype = _TORCH_DTYPES[e.dtype]
-    strides, acc = [], 1
-    for d in reversed(e.shape):
-        strides.append(acc)
-        acc *= max(d, 1)
-    return _ref_meta(_Storage(e, n, dtype), list(e.shape), strides[::-1], 0)
+    shape = list(e.shape)
+    storage = _Storage(e, math.prod(shape), _TORCH_DTYPES[e.dtype])
+    return _ref_meta(storage, shape, _contiguous_strides(shape), 0)
 
 
 def _compile_graph(gm, example_inputs):
