@@ -97,8 +97,12 @@ def _fallback(func, args, kwargs, error):
     _count_fallback(_overload_name(func), str(error).splitlines()[0])
 
     def host(v):
+        if isinstance(v, torch.Tensor) and v.device.type == "meta":
+            v = _native_arg(v)  # a tpu tensor input's device value
         if isinstance(v, _native.EagerTensor):
             return _download(v)
+        if isinstance(v, torch.device) and v.type != "cpu":
+            return torch.device("cpu")  # a factory of a graph traced on the device
         if isinstance(v, (list, tuple)):
             return type(v)(host(x) for x in v)
         return v

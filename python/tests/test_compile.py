@@ -235,3 +235,48 @@ def test_tensors_made_on_the_tpu_device_inside_a_compiled_graph():
     got = torch.compile(f, backend="tessera", fullgraph=True)(x.to("tpu"))
     torch.testing.assert_close(got.cpu(), f(x), rtol=1e-5, atol=1e-6)
     assert tc.report()["fallbacks"] == before["fallbacks"]
+
+
+def test_tensors_made_from_data_on_the_tpu_device_inside_a_compiled_graph():
+    # `torch.tensor(data, device=x.device)` and `.to(x.device)` (transformers' cache and MoE
+    # code): made on the CPU and moved by the program; an empty one concatenated; `type_as` of
+    # a device tensor (RoBERTa's position ids) keeps the device.
+    def f(x, ids):
+        scale = torch.tensor([0.5, -2.0, 3.0], device=x.device)
+        empty = torch.tensor([], device=x.device)
+        shift = torch.tensor(1).to(x.device)
+        rows = torch.nn.functional.embedding(ids + shift, x)
+        positions = (torch.cumsum(ids.ne(0).int(), dim=0).type_as(ids) + 2) * ids
+        return torch.cat([empty, (rows * scale).flatten()]), positions
+
+    g = torch.Generator().manual_seed(12)
+    x, ids = torch.randn(5, 3, generator=g), torch.tensor([0, 3, 2])
+    compiled = torch.compile(f, backend="tessera", fullgraph=True)
+    before = tc.report()
+    for _ in range(2):
+        got = compiled(x.to("tpu"), ids.to("tpu"))
+        assert all(t.device.type == "tpu" for t in got)
+        for g_, w in zip(got, f(x, ids)):
+            torch.testing.assert_close(g_.cpu(), w, rtol=1e-6, atol=1e-6)
+    after = tc.report()
+    assert after["fallbacks"] == before["fallbacks"]
+    assert after["programs_traced"] - before.get("programs_traced", 0) == 1
+
+
+def test_an_empty_parameter_on_the_tpu_device_compiles():
+    # DINOv3's register tokens with a count of 0: an empty device tensor as a graph input.
+    class Tokens(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.registers = torch.nn.Parameter(torch.zeros(1, 0, 4))
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.proj(torch.cat([self.registers.expand(x.shape[0], -1, -1), x], dim=1))
+
+    torch.manual_seed(13)
+    m, x = Tokens(), torch.randn(2, 3, 4)
+    with torch.no_grad():
+        want = m(x)
+    got = torch.compile(m.to("tpu"), backend="tessera", fullgraph=True)(x.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6)

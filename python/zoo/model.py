@@ -79,6 +79,14 @@ def judge(got, want, want64):
     return ok, f"rel err {err32:.2e} vs torch f32, {err64:.2e} vs f64 (torch f32: {torch_err:.2e})"
 
 
+def _brief(e):
+    """An error in one line: its type and message; of Dynamo's long messages, the cause (after
+    its explanation's "got ")."""
+    text = " ".join(str(e).split())
+    cause = text.find("): got ")
+    return f"{type(e).__name__}: {text[cause + 7:] if cause >= 0 else text}"[:300]
+
+
 def compiled(entry, model, kw, want, want64, mode="compiled"):
     """torch.compile(backend="tessera"), of the model on CPU tensors (`compiled`) or moved to
     the tpu device (`compiled_tpu`): status, graph count and fallbacks into `entry`."""
@@ -98,7 +106,7 @@ def compiled(entry, model, kw, want, want64, mode="compiled"):
         got = got.cpu() if got is not None else None
     except Exception as e:  # noqa: BLE001 - reported per model
         entry["status"][mode] = "fail"
-        entry[f"{mode}_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        entry[f"{mode}_error"] = _brief(e)
         return
     after = tc.report()
     entry[f"{mode}_graphs"] = after.get("graphs", 0) - before.get("graphs", 0)
@@ -124,7 +132,7 @@ def on_device(entry, mode, model, kw, want, want64):
         got = got.cpu() if got is not None else None
     except Exception as e:  # noqa: BLE001 - reported per model
         entry["status"][mode] = "fail"
-        entry.setdefault("error", f"{mode}: {type(e).__name__}: {str(e)[:200]}")
+        entry.setdefault("error", f"{mode}: {_brief(e)}")
         return
     finally:
         tt.set_mode(None)
@@ -149,7 +157,7 @@ def evaluate(name, modes):
         want = forward(model, kw)
         entry["torch"] = "ok"
     except Exception as e:  # noqa: BLE001 - torch itself cannot run it: reported, not counted
-        entry["torch"] = f"{type(e).__name__}: {str(e)[:200]}"
+        entry["torch"] = _brief(e)
         entry["status"] = {m: "skip" for m in modes}
         return entry
     try:
@@ -174,7 +182,7 @@ def evaluate(name, modes):
         except Exception as e:  # noqa: BLE001 - any failure is this model's, reported
             entry["status"][mode] = "fail"
             entry["first_failing_op"] = route.first
-            entry["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            entry["error"] = _brief(e)
             continue
         entry["ops"] = sum(route.ran.values())
         if route.missing or route.errors:

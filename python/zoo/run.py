@@ -1,7 +1,7 @@
 """Runs the zoo: each architecture in its own process (a crash or a hang costs one model, not
 the run), forward on torch CPU vs Tessera, per mode; writes zoo_report.json and zoo_report.md.
 
-    cd python && python -m zoo.run [--models SUBSTR ...] [--modes route ...] [--out DIR]
+    cd python && python -m zoo.run [--models SUBSTR ...] [--modes route ...] [--out DIR] [--resume]
 
 Modes:
 - `route`: every ATen call of the forward runs by Tessera's lowerings (`tessera.ops.call`, the
@@ -75,6 +75,18 @@ class Worker:
                 "seconds": round(time.time() - t, 1)}
 
 
+def load_entries(path, modes):
+    """The finished models of an earlier run of the same modes, by name (the last line wins)."""
+    done = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                e = json.loads(line)
+                if set(e["status"]) == set(modes):
+                    done[e["name"]] = e
+    return done
+
+
 def summary(entries, modes):
     """Per mode: how many ran / matched out of the architectures torch runs."""
     built = [e for e in entries if e.get("torch") == "ok"]
@@ -95,7 +107,8 @@ def markdown(entries, modes, s):
     lines += ["", "| model | params | " + " | ".join(modes) + " | first failing op / error | s |",
               "|---|---|" + "---|" * len(modes) + "---|---|"]
     for e in entries:
-        why = e.get("first_failing_op") or e.get("error") or ""
+        why = e.get("first_failing_op") or e.get("error") or "; ".join(
+            f"{m}: {e[m + '_error']}" for m in modes if m + "_error" in e)
         lines.append(f"| {e['name']} | {e.get('params', '')} | " + " | ".join(e["status"].get(m, "") for m in modes)
                      + f" | {str(why)[:120].replace('|', '/')} | {e.get('seconds', '')} |")
     return "\n".join(lines) + "\n"
@@ -109,20 +122,32 @@ def main():
     p.add_argument("--modes", nargs="*", default=MODES, choices=MODES)
     p.add_argument("--timeout", type=int, default=900, help="seconds per model")
     p.add_argument("--out", default=os.path.join(HERE, "report"))
+    p.add_argument("--resume", action="store_true",
+                   help="keep the models already in OUT/zoo_entries.jsonl (same modes) and run the rest")
     a = p.parse_args()
     names = [n for n in catalog() if not a.models or any(s in n for s in a.models)]
-    entries = []
+    os.makedirs(a.out, exist_ok=True)
+    done = load_entries(os.path.join(a.out, "zoo_entries.jsonl"), a.modes) if a.resume else {}
+    entries = [done[n] for n in names if n in done]
+    # One line per finished model, flushed at once: a run of hours survives a stop and resumes.
+    log = open(os.path.join(a.out, "zoo_entries.jsonl"), "a" if a.resume else "w")
     worker = Worker(a.modes)
     try:
         for i, name in enumerate(names):
+            if name in done:
+                continue
             e = worker.run(name, a.timeout)
             entries.append(e)
+            log.write(json.dumps(e) + "\n")
+            log.flush()
             why = e.get("first_failing_op") or e.get("error") or (e.get("torch") if e.get("torch") != "ok" else "")
             print(f"[{i + 1}/{len(names)}] {name}: {e['status']} {e['seconds']} s {why or ''}"[:240], flush=True)
     finally:
         worker.stop()
+        log.close()
+    order = {n: i for i, n in enumerate(names)}
+    entries.sort(key=lambda e: order[e["name"]])
     s = summary(entries, a.modes)
-    os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "zoo_report.json"), "w") as f:
         json.dump({"summary": s, "models": entries}, f, indent=1)
     with open(os.path.join(a.out, "zoo_report.md"), "w") as f:

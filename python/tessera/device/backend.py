@@ -57,5 +57,19 @@ def _rename():
         )
 
 
+def _fake_tensors_never_materialize_on_the_device():
+    """Under fake tensor tracing (torch.compile), treat `tpu` as torch treats a device it cannot
+    initialize: `torch.tensor(data, device="tpu")` is made on the CPU and moved by a traced
+    copy, and constants are not propagated onto the device. Else torch makes a real device
+    tensor there and wants it as a fake constant, which a Python subclass cannot be ("Please
+    convert all Tensors to FakeTensors", "fake_tensor must be a FakeTensor with a constant":
+    14 zoo models failed so, from transformers' cache and MoE code). Torch's CPU-only builds
+    trace CUDA code the same way."""
+    from torch._subclasses import fake_tensor
+
+    fake_tensor.FakeTensorMode.avoid_device_init = property(lambda self: True)
+
+
 _rename()
+_fake_tensors_never_materialize_on_the_device()
 device = torch.device(NAME, 0)

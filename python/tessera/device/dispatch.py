@@ -153,6 +153,9 @@ def _has_traced(args, kwargs):
     return False
 
 
+_META = torch.device("meta")
+
+
 def _traced_op(func, args, kwargs):
     """An op on torch.compile's traced device tensors (Dynamo's fake tensors, AOTAutograd's
     functional ones): run on their inner tensors, so the trace records it there; results are
@@ -169,6 +172,8 @@ def _traced_op(func, args, kwargs):
             # decomposition): moved to the inner tensors' device in the trace (a copy the
             # compiled program runs as one).
             return v.to("meta")
+        if isinstance(v, torch.device) and v.type == _NAME:
+            return _META  # `_to_copy(.., device=tpu)` (`type_as`): the result stays inner
         _check_arg(func, v)  # one device per op, as in eager
         return v
 

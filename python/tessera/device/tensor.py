@@ -51,6 +51,10 @@ class TpuTensor(torch.Tensor):
             dtype=storage.dtype,
             device=device,
             requires_grad=requires_grad,
+            # An empty tensor's torch storage would have 0 bytes, which torch.compile's fake
+            # tensors mirror by resizing a device storage (a C++ PrivateUse1 hook the Python
+            # backend cannot give: dinov3 failed so); the wrapper's storage holds no data.
+            **({"storage_size": 1} if 0 in size else {}),
         )
         t._storage_ = storage
         # Computed once: whether the tensor is its whole storage, contiguous (then its value is
