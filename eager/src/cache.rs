@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use tessera_lowering::stablehlo::{TensorType, Value};
 use tessera_ops::bind::Bound;
+use tessera_ops::schema::Tag;
 use tessera_ops::{
     lower_planned, plan, result_values, ArgValue, CallOptions, CheckKind, Lower, Out, Plan,
 };
@@ -37,6 +38,8 @@ pub(crate) struct OpEntry {
     /// Unique per entry: the fused-program key names ops by it.
     pub id: u64,
     pub plan: Plan,
+    /// Whether the program takes a random key as its last input ([`crate::rng`]).
+    pub random: bool,
     pub outs: Vec<OutKind>,
     /// `(argument, output)` writes the lowering produced.
     pub writes: Vec<(usize, usize)>,
@@ -172,6 +175,10 @@ pub(crate) fn build_entry(
         .iter()
         .map(|&i| cx.f.arg(tensors[i].clone()))
         .collect();
+    let random = bound.schema.has_tag(Tag::Random);
+    if random {
+        cx.rng_key = Some(cx.f.arg(crate::rng::key_type()));
+    }
     let lowered = lower_planned(&mut cx, &p, &args)?;
     let values = result_values(&lowered.outs);
     let results: Vec<TensorType> = values.iter().map(|v| v.ty().clone()).collect();
@@ -218,6 +225,7 @@ pub(crate) fn build_entry(
         id: IDS.fetch_add(1, Ordering::Relaxed),
         writes: lowered.writes,
         plan: p,
+        random,
         outs,
         results,
         checks: checks.into_iter().map(|c| c.kind).collect(),

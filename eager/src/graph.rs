@@ -190,7 +190,7 @@ fn build_module(
         .collect();
     let mut vals: Vec<Vec<Value>> = Vec::with_capacity(g.nodes.len());
     for n in &g.nodes {
-        let args: Vec<Value> = n
+        let mut args: Vec<Value> = n
             .args
             .iter()
             .map(|a| match *a {
@@ -199,6 +199,8 @@ fn build_module(
             })
             .collect();
         cx.seed = n.entry.plan.options.seed;
+        // A random op's key is its last argument ([`crate::rng`]).
+        cx.rng_key = if n.entry.random { args.pop() } else { None };
         let lowered = lower_planned(&mut cx, &n.entry.plan, &args)
             .map_err(|e| EagerError::op(String::new(), e))?;
         let results = result_values(&lowered.outs);

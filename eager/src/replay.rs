@@ -2,6 +2,7 @@
 //! program input comes from, which results it returns, which older tensors it writes.
 
 use crate::error::{EagerError, Result};
+use crate::graph::Src;
 use crate::mode::EagerMode;
 use crate::runtime::Runtime;
 use crate::stats::{count, FlushReason};
@@ -20,6 +21,8 @@ enum Source {
     Captured(Arc<Storage>),
     /// A value made during the trace (an uploaded constant).
     Const(Arc<Buffer>),
+    /// A random op's key: a new one per replay ([`crate::rng`]).
+    RngKey,
 }
 
 /// A tensor a replay writes.
@@ -72,6 +75,11 @@ impl Replay {
                 Source::Const(b) => {
                     bufs.push(b.clone());
                     continue;
+                }
+                Source::RngKey => {
+                    let key = rt.upload(&crate::rng::next_key())?;
+                    let c = key.storage.lock();
+                    (c.ty.clone(), c.state.clone())
                 }
             };
             match state {
@@ -178,8 +186,20 @@ impl Runtime {
                 writes.push((at, target, s.lock().ty.clone()));
             }
         }
+        // A random op's key is its last argument, an input of its own.
+        let keys: Vec<u32> = (f.graph.nodes.iter())
+            .filter(|n| n.entry.random)
+            .filter_map(|n| match n.args.last() {
+                Some(Src::Input(i)) => Some(*i),
+                _ => None,
+            })
+            .collect();
         let mut sources = Vec::new();
-        for (b, from) in f.graph.inputs.iter().zip(&f.graph.input_from) {
+        for (i, (b, from)) in f.graph.inputs.iter().zip(&f.graph.input_from).enumerate() {
+            if keys.contains(&(i as u32)) {
+                sources.push(Source::RngKey);
+                continue;
+            }
             let from = from.as_ref().and_then(Weak::upgrade);
             let arg = from
                 .as_ref()

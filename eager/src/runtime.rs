@@ -226,6 +226,10 @@ impl Runtime {
             let from = t.view.is_none().then(|| Arc::downgrade(&t.storage));
             inputs.push((v, from));
         }
+        if entry.random {
+            let key = self.upload(&crate::rng::next_key())?;
+            inputs.push((self.value_of(&key, need)?.1, None));
+        }
         let results = if entry.results.is_empty() {
             Vec::new()
         } else if m.defers() {

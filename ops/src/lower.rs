@@ -14,6 +14,10 @@ pub struct Lower {
     /// Seed of the call's random stream (random ops draw from it, explicitly, so a seeded
     /// call is reproducible).
     pub seed: u64,
+    /// The key of the call's random stream as a `u64[2]` program input, where a runtime
+    /// draws a new key per call without a new program (the eager runtime's generator);
+    /// `None`: the constant `seed`.
+    pub rng_key: Option<Value>,
     pub device: DeviceKind,
     /// Whether lowerings add data checks ([`crate::check`]; `TESSERA_CHECK_INDICES`).
     pub checks_enabled: bool,
@@ -28,6 +32,7 @@ impl Lower {
         Lower {
             f: FuncBuilder::new("main"),
             seed,
+            rng_key: None,
             device,
             checks_enabled: crate::check::enabled_by_env(),
             checks: Vec::new(),

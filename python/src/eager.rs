@@ -191,6 +191,13 @@ fn eager_sync() -> PyResult<()> {
     tessera_eager::sync().map_err(err)
 }
 
+/// Restarts the eager runtime's random sequence (random ops in compiled graphs, `rand` by
+/// name): `torch.manual_seed` calls it through the device's backend module.
+#[pyfunction]
+fn eager_manual_seed(seed: u64) {
+    tessera_eager::manual_seed(seed)
+}
+
 /// This thread's eager counters: `{mode: {ops, launches, compiles, cache_hits,
 /// bytes_to_device, bytes_to_host, flushes, execute_nanos}}` for every mode.
 #[pyfunction]
@@ -231,6 +238,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eager_mode, m)?)?;
     m.add_function(wrap_pyfunction!(eager_set_mode, m)?)?;
     m.add_function(wrap_pyfunction!(eager_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(eager_manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(eager_stats, m)?)?;
     m.add_function(wrap_pyfunction!(eager_compiles, m)?)?;
     m.add_function(wrap_pyfunction!(eager_reset_stats, m)?)?;

@@ -280,3 +280,28 @@ def test_an_empty_parameter_on_the_tpu_device_compiles():
         want = m(x)
     got = torch.compile(m.to("tpu"), backend="tessera", fullgraph=True)(x.to("tpu"))
     torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_random_ops_in_a_compiled_graph_draw_new_numbers_each_call_and_follow_manual_seed():
+    # Dropout in a compiled training graph: the program takes a new random key per call from
+    # the eager runtime's generator (not a seed baked into the program), which
+    # `torch.manual_seed` restarts.
+    def f(x):
+        return torch.nn.functional.dropout(x * 1.0, 0.5, training=True)
+
+    x = torch.ones(4096)
+    compiled = torch.compile(f, backend="tessera", fullgraph=True)
+    before = tc.report()
+    torch.manual_seed(3)
+    a, b = compiled(x), compiled(x)
+    assert not torch.equal(a, b), "two calls dropped the same elements"
+    for y in (a, b):
+        kept = y != 0
+        assert torch.all(y[kept] == 2.0)
+        # 4096 Bernoulli(1/2): within 6 standard deviations (0.047) of 1/2.
+        assert abs(kept.float().mean().item() - 0.5) < 0.047
+    torch.manual_seed(3)
+    assert torch.equal(compiled(x), a) and torch.equal(compiled(x), b)
+    after = tc.report()
+    assert after["fallbacks"] == before["fallbacks"]
+    assert after["programs_traced"] - before.get("programs_traced", 0) == 1

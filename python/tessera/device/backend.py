@@ -8,8 +8,9 @@ NAME = "tpu"
 
 class _BackendModule:
     """`torch.tpu`: what torch asks a backend module (device count, RNG state, synchronize).
-    The device has no generator of its own: random ops draw from torch's CPU generator (see
-    the fallbacks), so its RNG state is empty and seeding is torch's `manual_seed`."""
+    Random ops on device tensors draw from torch's CPU generator (see the fallbacks); inside
+    compiled graphs from the eager runtime's generator, which `manual_seed` seeds too. The
+    RNG state is empty."""
 
     def is_available(self):
         return True
@@ -26,12 +27,15 @@ class _BackendModule:
     def _is_in_bad_fork(self):
         return False
 
-    # `torch.manual_seed` seeds the CPU generator and then calls these.
+    # `torch.manual_seed` seeds the CPU generator and then calls these: the eager runtime's
+    # generator (random ops inside compiled graphs) restarts from the same seed.
     def manual_seed(self, seed):
-        pass
+        from .. import _native
+
+        _native.eager_manual_seed(seed % 2**64)
 
     def manual_seed_all(self, seed):
-        pass
+        self.manual_seed(seed)
 
     def get_rng_state(self, device=None):
         return torch.empty(0, dtype=torch.uint8)

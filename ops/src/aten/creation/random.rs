@@ -3,33 +3,56 @@
 //! randint, normal, uniform, exponential. Values differ from
 //! PyTorch's generator; their distributions are the same.
 
-use crate::aten::shape::common::*;
 use crate::args::Args;
+use crate::aten::shape::common::*;
 use crate::error::{LowerError, LowerResult};
 use crate::lower::{Lower, Out};
 use tessera_lowering::stablehlo::{BinaryOp, Comparison, RngAlgorithm, TensorType, UnaryOp, Value};
 use tessera_lowering::{DType, HostTensor};
 
-/// `shape` of random bits of the unsigned `dtype` (u32 or u64), from the seed and a per-op
-/// `stream` number.
+/// `shape` of random bits of the unsigned `dtype` (u32 or u64), from the seed (or the key
+/// input, [`Lower::rng_key`]) and a per-op `stream` number. ThreeFry's state is [key,
+/// counter]: the stream is the counter's start, so two draws of one call never share bits.
 fn bits(cx: &mut Lower, shape: &[usize], dtype: DType, stream: u64) -> LowerResult<Value> {
-    let state = HostTensor::from_vec(vec![2], vec![cx.seed, 0x9E37_79B9_7F4A_7C15u64 ^ stream]);
-    let state = cx.constant(&state)?;
+    let counter = 0x9E37_79B9_7F4A_7C15u64 ^ stream;
+    let state = match cx.rng_key.clone() {
+        Some(key) => {
+            let salt = cx.constant(&HostTensor::from_vec(vec![2], vec![0u64, counter]))?;
+            cx.binary(BinaryOp::Xor, &key, &salt)?
+        }
+        None => {
+            let seed = cx.seed;
+            cx.constant(&HostTensor::from_vec(vec![2], vec![seed, counter]))?
+        }
+    };
     let (_, b) = cx.rng_bit_generator(RngAlgorithm::ThreeFry, &state, shape, dtype)?;
     Ok(b)
 }
 
 /// Uniform `[0, 1)` of a float `dtype`: random mantissa bits under the exponent of 1.0, minus 1.
-pub(super) fn uniform(cx: &mut Lower, shape: &[usize], dtype: DType, stream: u64) -> LowerResult<Value> {
+pub(super) fn uniform(
+    cx: &mut Lower,
+    shape: &[usize],
+    dtype: DType,
+    stream: u64,
+) -> LowerResult<Value> {
     let (ubits, mant, one_bits, uint) = match dtype {
         DType::F64 => (DType::U64, 52, 0x3FF0_0000_0000_0000u64, DType::U64),
         DType::F32 => (DType::U32, 23, 0x3F80_0000, DType::U32),
         DType::F16 => (DType::U32, 10, 0x3C00, DType::U16),
         DType::BF16 => (DType::U32, 7, 0x3F80, DType::U16),
-        d => return Err(LowerError::dtype(d, "uniform random numbers need a float dtype")),
+        d => {
+            return Err(LowerError::dtype(
+                d,
+                "uniform random numbers need a float dtype",
+            ))
+        }
     };
     let r = bits(cx, shape, ubits, stream)?;
-    let shift = cx.full_int(TensorType::new(shape.to_vec(), ubits), (ubits.bits() - mant) as i128)?;
+    let shift = cx.full_int(
+        TensorType::new(shape.to_vec(), ubits),
+        (ubits.bits() - mant) as i128,
+    )?;
     let r = cx.binary(BinaryOp::ShiftRightLogical, &r, &shift)?;
     let r = cx.convert(&r, uint)?;
     let e = cx.full_int(TensorType::new(shape.to_vec(), uint), one_bits as i128)?;
@@ -42,7 +65,10 @@ pub(super) fn uniform(cx: &mut Lower, shape: &[usize], dtype: DType, stream: u64
 fn float_dtype(a: &Args, what: &str) -> LowerResult<DType> {
     let d = a.opt_dtype("dtype")?.unwrap_or(DType::F32);
     if !d.is_float() {
-        return Err(LowerError::dtype(d, format!("\"{what}\" not implemented for '{d}'")));
+        return Err(LowerError::dtype(
+            d,
+            format!("\"{what}\" not implemented for '{d}'"),
+        ));
     }
     Ok(d)
 }
@@ -63,12 +89,21 @@ pub(super) fn randn(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 }
 
 /// Standard normal draws of `shape` and the float `dtype` from `stream`.
-fn standard_normal(cx: &mut Lower, shape: &[usize], dtype: DType, stream: u64) -> LowerResult<Value> {
+fn standard_normal(
+    cx: &mut Lower,
+    shape: &[usize],
+    dtype: DType,
+    stream: u64,
+) -> LowerResult<Value> {
     if shape.iter().product::<usize>() == 0 {
         return zeros(cx, shape, dtype);
     }
     // Box-Muller in f32 (f64 for f64).
-    let cd = if dtype == DType::F64 { DType::F64 } else { DType::F32 };
+    let cd = if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
     let mut two = vec![2];
     two.extend_from_slice(shape);
     let u = uniform(cx, &two, cd, stream)?;
@@ -95,7 +130,9 @@ pub(super) fn randperm(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let n = a.int("n")?;
     let dtype = a.opt_dtype("dtype")?.unwrap_or(DType::I64);
     if n < 0 {
-        return Err(LowerError::invalid(format!("n must be non-negative, got{n}")));
+        return Err(LowerError::invalid(format!(
+            "n must be non-negative, got{n}"
+        )));
     }
     let n = n as usize;
     if n == 0 {
@@ -113,7 +150,9 @@ pub(super) fn bernoulli(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
     let p = a.float("p")?;
     if !(0.0..=1.0).contains(&p) {
-        return Err(LowerError::invalid(format!("bernoulli_ expects p to be in [0, 1], but got p={p}")));
+        return Err(LowerError::invalid(format!(
+            "bernoulli_ expects p to be in [0, 1], but got p={p}"
+        )));
     }
     let shape = x.shape().to_vec();
     if x.ty().num_elements() == 0 {
@@ -141,10 +180,15 @@ pub(super) fn native_dropout(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> 
         return Ok(vec![Out::Tensor(x), Out::Tensor(m)]);
     }
     if !x.dtype().is_float() {
-        return Err(LowerError::dtype(x.dtype(), "native_dropout needs a floating point input"));
+        return Err(LowerError::dtype(
+            x.dtype(),
+            "native_dropout needs a floating point input",
+        ));
     }
     if !(0.0..=1.0).contains(&p) {
-        return Err(LowerError::invalid(format!("dropout probability has to be between 0 and 1, but got {p}")));
+        return Err(LowerError::invalid(format!(
+            "dropout probability has to be between 0 and 1, but got {p}"
+        )));
     }
     let keep_p = 1.0 - p;
     let scale = if keep_p == 0.0 { 0.0 } else { 1.0 / keep_p };
@@ -161,10 +205,17 @@ pub(super) fn native_dropout(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> 
 /// The float dtype of a draw shaped like `self`: `dtype` (where the overload has one), else
 /// `self`'s.
 fn like_dtype(a: &Args, x: &Value, what: &str) -> LowerResult<DType> {
-    let given = if a.schema.args.iter().any(|s| s.name == "dtype") { a.opt_dtype("dtype")? } else { None };
+    let given = if a.schema.args.iter().any(|s| s.name == "dtype") {
+        a.opt_dtype("dtype")?
+    } else {
+        None
+    };
     let d = given.unwrap_or(x.dtype());
     if !d.is_float() {
-        return Err(LowerError::dtype(d, format!("\"{what}\" not implemented for '{d}'")));
+        return Err(LowerError::dtype(
+            d,
+            format!("\"{what}\" not implemented for '{d}'"),
+        ));
     }
     Ok(d)
 }
@@ -192,7 +243,13 @@ pub(super) fn randn_like(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 }
 
 /// Integers uniform in `[low, high)` of `shape` and `dtype` (drawn in f64, floored).
-fn randint_of(cx: &mut Lower, low: i64, high: i64, shape: &[usize], dtype: DType) -> LowerResult<Value> {
+fn randint_of(
+    cx: &mut Lower,
+    low: i64,
+    high: i64,
+    shape: &[usize],
+    dtype: DType,
+) -> LowerResult<Value> {
     if low >= high {
         return Err(LowerError::invalid(format!(
             "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
@@ -214,7 +271,11 @@ fn randint_of(cx: &mut Lower, low: i64, high: i64, shape: &[usize], dtype: DType
 /// `randint(high, size)` / `randint.low(low, high, size)` (default dtype i64).
 pub(super) fn randint(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let shape = sizes(&a.int_list("size")?)?;
-    let low = if a.schema.overload == "low" { a.int("low")? } else { 0 };
+    let low = if a.schema.overload == "low" {
+        a.int("low")?
+    } else {
+        0
+    };
     let dtype = a.opt_dtype("dtype")?.unwrap_or(DType::I64);
     one(randint_of(cx, low, a.int("high")?, &shape, dtype)?)
 }
@@ -222,7 +283,11 @@ pub(super) fn randint(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 /// `randint_like(self, high)` / `.low_dtype(self, low, high)`: self's shape and dtype.
 pub(super) fn randint_like(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let x = a.tensor("self")?;
-    let low = if a.schema.overload == "low_dtype" { a.int("low")? } else { 0 };
+    let low = if a.schema.overload == "low_dtype" {
+        a.int("low")?
+    } else {
+        0
+    };
     let dtype = a.opt_dtype("dtype")?.unwrap_or(x.dtype());
     one(randint_of(cx, low, a.int("high")?, x.shape(), dtype)?)
 }
@@ -233,16 +298,28 @@ pub(super) fn normal(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let mean = a.tensor("mean").ok();
     let std = a.tensor("std").ok();
     let (shape, dtype) = match (&mean, &std) {
-        (Some(m), Some(s)) => (crate::aten::util::broadcast_all(&[m.clone(), s.clone()])?, m.dtype()),
+        (Some(m), Some(s)) => (
+            crate::aten::util::broadcast_all(&[m.clone(), s.clone()])?,
+            m.dtype(),
+        ),
         (Some(m), None) => (m.shape().to_vec(), m.dtype()),
         (None, Some(s)) => (s.shape().to_vec(), s.dtype()),
-        (None, None) => (sizes(&a.int_list("size")?)?, a.opt_dtype("dtype")?.unwrap_or(DType::F32)),
+        (None, None) => (
+            sizes(&a.int_list("size")?)?,
+            a.opt_dtype("dtype")?.unwrap_or(DType::F32),
+        ),
     };
     if !dtype.is_float() {
-        return Err(LowerError::dtype(dtype, format!("\"normal_kernel_cpu\" not implemented for '{dtype}'")));
+        return Err(LowerError::dtype(
+            dtype,
+            format!("\"normal_kernel_cpu\" not implemented for '{dtype}'"),
+        ));
     }
     if std.is_none() && a.float("std")? < 0.0 {
-        return Err(LowerError::invalid(format!("normal expects std >= 0.0, but found std {}", a.float("std")?)));
+        return Err(LowerError::invalid(format!(
+            "normal expects std >= 0.0, but found std {}",
+            a.float("std")?
+        )));
     }
     let z = standard_normal(cx, &shape, dtype, 9)?;
     let ty = TensorType::new(shape.clone(), dtype);
