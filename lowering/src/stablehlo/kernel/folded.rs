@@ -269,11 +269,31 @@ impl Fold<'_> {
                 }
             }
             OpKind::Bitcast { x } => {
-                let x = self.get(*x)?;
-                Folded {
-                    base: f.bitcast_convert(&x.base, ty()?.dtype)?,
-                    ..x
+                let (x, t) = (self.get(*x)?, ty()?);
+                if x.shape == t.shape {
+                    Folded {
+                        base: f.bitcast_convert(&x.base, t.dtype)?,
+                        ..x
+                    }
+                } else {
+                    // Packing pairs rows within a block (its rows divide by the packing), so
+                    // the whole folded array packs the same way, each step's rows in place.
+                    let v = self.materialize(f, &x, &x.axes)?;
+                    plain(f.bitcast_packed(&v, t.dtype)?, t.shape, x.axes)
                 }
+            }
+            OpKind::Slice { x, starts, strides } => {
+                let x = self.get(*x)?;
+                // A slice of a dim holding grid steps would cut the whole array, not each block.
+                if x.axes.iter().any(Option::is_some) {
+                    return Err(Stop::Unfoldable);
+                }
+                let v = self.materialize(f, &x, &x.axes)?;
+                let sizes = ty()?.shape;
+                let limit: Vec<usize> = (0..sizes.len())
+                    .map(|d| starts[d] + strides[d] * (sizes[d] - 1) + 1)
+                    .collect();
+                plain(f.slice(&v, starts, &limit, strides)?, sizes, x.axes)
             }
             OpKind::Binary { op: b, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
