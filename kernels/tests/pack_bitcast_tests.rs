@@ -2,7 +2,8 @@
 //! it with `pltpu.bitcast`: `[2n, m]` bf16 <-> `[n, m]` u32 and `[4n, m]` i8 <-> `[n, m]` i32,
 //! rows `p*i .. p*i + p` sharing word row `i`, row `p*i + k` in bits `k*narrow ..`. Words
 //! are checked against ones assembled here from the inputs' bits, unpacking a known word
-//! pattern gives its halves, and a round trip gives the input back, all exactly on the
+//! pattern gives its halves, a round trip gives the input back, and the words are byte for
+//! byte the ones Pallas' own `pltpu.bitcast` packs (interpret mode), all exactly on the
 //! interpreter and the XLA CPU plugin; the Mosaic verifies with jaxlib's tpu dialect and
 //! libtpu compiles it for v5e, v6e and tpu7x. Rows that do not pack are reported at this
 //! file's line, and so is a width change through the same-shape `bitcast`.
@@ -50,7 +51,7 @@ fn six_rows(x: &Ref<i8>, o: &mut RefMut<i32>) {
     o.store(x.load().pack_bitcast::<i32>());
 }
 
-const SIX_ROWS_LINE: u32 = 50;
+const SIX_ROWS_LINE: u32 = 51;
 
 /// `bitcast` keeps the shape, so it refuses a width change and points at `pack_bitcast`.
 #[tpu_kernel]
@@ -58,7 +59,7 @@ fn same_shape_narrowing(x: &Ref<bf16>, o: &mut RefMut<u32>) {
     o.store(x.load().bitcast::<u32>());
 }
 
-const NARROWING_LINE: u32 = 58;
+const NARROWING_LINE: u32 = 59;
 
 fn cpu() -> Device {
     Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
@@ -149,6 +150,59 @@ fn i8_rows_pack_in_fours_lowest_byte_first_and_unpack_back() {
     for (device, out) in run_everywhere(&launch, &[&xt]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}: words");
         assert_eq!(out[1].to_f64_vec(), xt.to_f64_vec(), "{device}: round trip");
+    }
+}
+
+/// Pallas' own `pltpu.bitcast` of `x` (tools/pallas_bitcast.py, JAX's interpret-mode
+/// lowering) as raw bytes; `None` where `TESSERA_JAX_PYTHON` is unset.
+fn pallas_bitcast(x: &HostTensor, from: &str, to: &str) -> Option<Vec<u8>> {
+    let dir = std::env::temp_dir().join(format!("tessera-pallas-bitcast-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (input, output) = (
+        dir.join(format!("{from}.in")),
+        dir.join(format!("{from}.out")),
+    );
+    std::fs::write(&input, x.bytes()).unwrap();
+    let args = [
+        input.to_string_lossy().to_string(),
+        from.to_string(),
+        x.shape()[0].to_string(),
+        x.shape()[1].to_string(),
+        to.to_string(),
+        output.to_string_lossy().to_string(),
+    ];
+    let words =
+        support::jax_tool("pallas_bitcast.py", &args).map(|_| std::fs::read(&output).unwrap());
+    std::fs::remove_dir_all(dir).ok();
+    words
+}
+
+#[test]
+fn words_are_the_ones_pallas_pltpu_bitcast_packs() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(33);
+    let bf: Vec<bf16> = (0..32 * LANES)
+        .map(|_| bf16::from_f32(rng.gen_range(-4.0..4.0)))
+        .collect();
+    let bytes: Vec<i8> = (0..64 * LANES).map(|_| rng.gen()).collect();
+    let cases = [
+        (
+            words_launch(bf16_words::launch(), 2, 8, 2),
+            HostTensor::from_vec(vec![32, LANES], bf),
+            ("bfloat16", "uint32"),
+        ),
+        (
+            words_launch(i8_words::launch(), 4, 8, 2),
+            HostTensor::from_vec(vec![64, LANES], bytes),
+            ("int8", "int32"),
+        ),
+    ];
+    for (launch, x, (from, to)) in cases {
+        let Some(want) = pallas_bitcast(&x, from, to) else {
+            return;
+        };
+        for (device, out) in run_everywhere(&launch, &[&x]) {
+            assert_eq!(out[0].bytes(), want.as_slice(), "{device}: {from} -> {to}");
+        }
     }
 }
 
