@@ -97,6 +97,24 @@ fn slice_too_far(x: &Ref<f32>, o: &mut RefMut<f32>) {
 
 const TOO_FAR_LINE: u32 = 95;
 
+/// An unaligned window (rows 3.., lanes 5..) of a `[16, 256]` block, and one element of it
+/// as a scalar added to the whole window.
+#[tpu_kernel]
+fn unaligned_window(x: &Ref<f32>, o: &mut RefMut<f32>) {
+    let w = x.load().slice([3, 5], [ROWS, LANES]);
+    o.store(w + w.element([2, 7]));
+}
+
+fn unaligned_launch(steps: usize) -> Launch {
+    unaligned_window::launch()
+        .grid([steps])
+        .input(BlockSpec::new([2 * ROWS, 2 * LANES], |i| (i, 0)))
+        .output(
+            BlockSpec::new([ROWS, LANES], |i| (i, 0)),
+            [steps * ROWS, LANES],
+        )
+}
+
 fn cpu() -> Device {
     Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
 }
@@ -211,6 +229,25 @@ fn a_generic_kernel_compares_tiles_of_its_element_type() {
 }
 
 #[test]
+fn an_unaligned_window_and_one_element_of_it_are_exact_everywhere() {
+    let steps = 2;
+    let xf: Vec<f32> = (0..steps * 2 * ROWS * 2 * LANES)
+        .map(|i| i as f32)
+        .collect();
+    let at = |s: usize, r: usize, c: usize| xf[(s * 2 * ROWS + r) * 2 * LANES + c];
+    let want: Vec<f64> = (0..steps)
+        .flat_map(|s| {
+            let e = at(s, 3 + 2, 5 + 7);
+            (0..ROWS).flat_map(move |r| (0..LANES).map(move |c| f64::from(at(s, 3 + r, 5 + c) + e)))
+        })
+        .collect();
+    let x = HostTensor::from_vec(vec![steps * 2 * ROWS, 2 * LANES], xf.clone());
+    for (device, out) in run_everywhere(&unaligned_launch(steps), &[&x]) {
+        assert_eq!(out[0].to_f64_vec(), want, "{device}");
+    }
+}
+
+#[test]
 fn a_strided_slice_runs_on_the_cpu_forms_and_is_refused_for_tpu_at_its_line() {
     let rows = 2 * ROWS;
     let xf: Vec<f32> = (0..rows * 2 * LANES).map(|i| i as f32).collect();
@@ -272,6 +309,12 @@ fn programs() -> Vec<(&'static str, KernelProgram)> {
                     (DType::I32, vec![rows, LANES]),
                     (DType::I32, vec![rows, LANES]),
                 ])
+                .expect("traces"),
+        ),
+        (
+            "unaligned_window",
+            unaligned_launch(2)
+                .trace_program(&[(DType::F32, vec![4 * ROWS, 2 * LANES])])
                 .expect("traces"),
         ),
         (

@@ -2,7 +2,7 @@
 
 use super::builder::with;
 use super::element::Element;
-use super::value::{Tile, Traced};
+use super::value::{Scalar, Tile, Traced};
 use crate::ir::{bitcast_shape, slice_in_bounds, Literal, Loc, OpKind, Type};
 
 impl<E: Element> Tile<E> {
@@ -33,6 +33,19 @@ impl<E: Element> Tile<E> {
             strides.into(),
             Loc::caller(),
         )
+    }
+
+    /// The element at static `indices` as a scalar (`x[i, j]` in JAX): a one-element slice,
+    /// so an index out of range is an error at this line.
+    #[track_caller]
+    pub fn element(self, indices: impl Into<Vec<usize>>) -> Scalar<E> {
+        let (loc, starts) = (Loc::caller(), indices.into());
+        let ones = vec![1; starts.len()];
+        let one = slice_at(self, starts, ones.clone(), ones, loc);
+        Scalar::from_val(with(|b| {
+            let id = b.id(one.v, "element", loc);
+            b.emit1(OpKind::Reshape { x: id }, Type::scalar(E::DTYPE), loc)
+        }))
     }
 
     /// Reinterprets the bits as `U` of another width by packing or unpacking along the
