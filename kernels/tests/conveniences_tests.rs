@@ -54,7 +54,7 @@ fn halves_launch(rows: usize) -> Launch {
 }
 
 /// Every comparison as one bit of `o`, traced on both sides, against a literal on either
-/// side, and a `while` whose traced condition is a `<`.
+/// side, a scalar against a tile, and a `while` whose traced condition is a `<`.
 #[tpu_kernel]
 fn comparisons(x: &Ref<i32>, y: &Ref<i32>, o: &mut RefMut<i32>) {
     let (a, b) = (x.load(), y.load());
@@ -66,6 +66,7 @@ fn comparisons(x: &Ref<i32>, y: &Ref<i32>, o: &mut RefMut<i32>) {
     bits = bits | where_(a != b, 32, 0);
     bits = bits | where_(a > 0, 64, 0);
     bits = bits | where_(0 >= a, 128, 0);
+    bits = bits | where_(program_id(0) < a, 256, 0);
     o.store(bits);
     let mut i = scalar::<i32>(0);
     while i < 3 {
@@ -87,7 +88,7 @@ fn odd_columns(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().slice_strided([0, 1], [ROWS, LANES], [1, 2]));
 }
 
-const STRIDED_LINE: u32 = 87;
+const STRIDED_LINE: u32 = 88;
 
 /// Columns 200 .. 328 of a 256-column block.
 #[tpu_kernel]
@@ -95,7 +96,7 @@ fn slice_too_far(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().slice([0, 200], [ROWS, LANES]));
 }
 
-const TOO_FAR_LINE: u32 = 95;
+const TOO_FAR_LINE: u32 = 96;
 
 /// An unaligned window (rows 3.., lanes 5..) of a `[16, 256]` block, and one element of it
 /// as a scalar added to the whole window.
@@ -194,7 +195,9 @@ fn every_comparison_operator_is_traced_with_its_meaning() {
     let want: Vec<f64> = xa
         .iter()
         .zip(&xb)
-        .map(|(&a, &b)| {
+        .enumerate()
+        .map(|(e, (&a, &b))| {
+            let step = (e / LANES / ROWS) as i32;
             let bit = |c: bool, v: i32| if c { v } else { 0 };
             let bits = bit(a < b, 1)
                 | bit(a <= b, 2)
@@ -203,7 +206,8 @@ fn every_comparison_operator_is_traced_with_its_meaning() {
                 | bit(a == b, 16)
                 | bit(a != b, 32)
                 | bit(a > 0, 64)
-                | bit(0 >= a, 128);
+                | bit(0 >= a, 128)
+                | bit(step < a, 256);
             f64::from(bits + 3000)
         })
         .collect();

@@ -5,7 +5,6 @@
 //! side is a tile or scalar (or a literal with a traced right side), recording a traced
 //! comparison at the operator's line; otherwise [`PlainOrd`]/[`PlainEq`] on `Pair` applies and is exactly
 //! Rust's `PartialOrd`/`PartialEq` (loop counters, shapes, `if` on Rust values keep working).
-//! A scalar on the left of a tile is not covered (compare `t > s`, or `s.to_tile() < t`).
 
 use super::arith::compare;
 use super::builder::with;
@@ -35,15 +34,22 @@ impl<E: Element, R: Operand<E> + Copy> CompareWith<R> for Tile<E> {
     }
 }
 
-impl<E: Element, R: ScalarOperand<E> + Copy> CompareWith<R> for Scalar<E> {
-    type Output = Scalar<bool>;
-    #[track_caller]
-    fn traced(&self, op: CompareOp, rhs: &R) -> Scalar<bool> {
-        let loc = Loc::caller();
-        let y = with(|b| rhs.operand(b, loc));
-        Scalar::from_val(compare(op, self.v, y, loc))
-    }
+/// A scalar compares to a scalar or a literal (a traced scalar), or to a tile (a tile):
+/// one impl per right-hand type, so they do not overlap and literals still infer.
+macro_rules! scalar_with {
+    ($($R:ty => $Out:ident),*) => {$(
+        impl<E: Element> CompareWith<$R> for Scalar<E> where $R: Operand<E> {
+            type Output = $Out<bool>;
+            #[track_caller]
+            fn traced(&self, op: CompareOp, rhs: &$R) -> $Out<bool> {
+                let loc = Loc::caller();
+                let y = with(|b| rhs.operand(b, loc));
+                $Out::from_val(compare(op, self.v, y, loc))
+            }
+        }
+    )*};
 }
+scalar_with!(Scalar<E> => Scalar, f64 => Scalar, i32 => Scalar, bool => Scalar, Tile<E> => Tile);
 
 /// A literal on the left of a traced value: the same comparison with the sides swapped.
 macro_rules! flipped {
