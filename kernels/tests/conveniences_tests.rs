@@ -266,6 +266,14 @@ fn a_strided_slice_runs_on_the_cpu_forms_and_is_refused_for_tpu_at_its_line() {
     let program = launch
         .trace_program(&[(DType::F32, vec![rows, 2 * LANES])])
         .expect("traces");
+    // The rows dim holds the grid steps and is taken whole: the folded form slices the
+    // whole array once.
+    let text = tessera_lowering::stablehlo::emit_kernel(&program).expect("emits");
+    let slice = text
+        .lines()
+        .find(|l| l.contains("stablehlo.slice"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(slice.contains("tensor<16x256xf32>"), "{slice}");
     match lower_to_mosaic(&program, TpuGeneration::V6e) {
         Err(e @ MosaicError::Unsupported { .. }) => {
             let message = e.to_string();
