@@ -235,7 +235,7 @@ fn a_known_word_unpacks_into_its_low_then_high_half() {
                 r if r % 2 == 0 => 2.0,
                 _ => 1.0,
             };
-            std::iter::repeat(v).take(LANES)
+            std::iter::repeat_n(v, LANES)
         })
         .collect();
     let want_bits: Vec<f64> = f.iter().map(|v| f64::from(v.to_bits() as i32)).collect();

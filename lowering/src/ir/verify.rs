@@ -708,7 +708,7 @@ pub fn bitcast_shape(shape: &[usize], from: DType, to: DType) -> Result<Vec<usiz
         ));
     }
     let rows = shape[rank - 2];
-    if (rows * fb) % tb != 0 {
+    if !(rows * fb).is_multiple_of(tb) {
         return Err(format!(
             "cannot pack {rows} rows of {from} ({fb} bits) into {to} ({tb} bits) rows: the \
              second-minor dim of {shape:?} must be a multiple of {}",

@@ -35,7 +35,7 @@ impl FuncBuilder {
         };
         if fb < tb {
             let p = tb / fb;
-            if rows % p != 0 {
+            if !rows.is_multiple_of(p) {
                 return Err(BuildError::shape(
                     "bitcast",
                     format!("{rows} rows do not pack by {p} into {dtype}"),
