@@ -20,7 +20,7 @@ const ROWS: usize = 8;
 const LANES: usize = 128;
 
 /// The two lane-halves of each `[8, 256]` block: `o = 2 * max(left, right) - 1` through
-/// `o += ..`, `o *= ..`, `o -= ..`, and `positive` counting with Rust and traced `if`s.
+/// `o += ..`, a helper's `*o *= ..`, `*o -= ..`, and `positive` counting with Rust and traced `if`s.
 #[tpu_kernel]
 fn halves(x: &Ref<f32>, o: &mut RefMut<f32>, positive: &mut RefMut<i32>) {
     let t = x.load();
@@ -28,7 +28,7 @@ fn halves(x: &Ref<f32>, o: &mut RefMut<f32>, positive: &mut RefMut<i32>) {
     let right = t.slice([0, LANES], [ROWS, LANES]);
     o.store(left);
     o += where_(left < right, right - left, 0.0);
-    o *= 2.0;
+    double(o);
     *o -= 1;
     positive.store(where_(0.0 < left, 1, 0));
     for k in 0..3 {
@@ -43,6 +43,12 @@ fn halves(x: &Ref<f32>, o: &mut RefMut<f32>, positive: &mut RefMut<i32>) {
     } else {
         positive -= 0;
     }
+}
+
+/// Outside kernel bodies `*o *= x` is `MulAssign` on the ref (a load, the op, a store).
+#[track_caller]
+fn double(o: &mut RefMut<f32>) {
+    *o *= 2.0;
 }
 
 fn halves_launch(rows: usize) -> Launch {
@@ -88,7 +94,7 @@ fn odd_columns(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().slice_strided([0, 1], [ROWS, LANES], [1, 2]));
 }
 
-const STRIDED_LINE: u32 = 88;
+const STRIDED_LINE: u32 = 94;
 
 /// Columns 200 .. 328 of a 256-column block.
 #[tpu_kernel]
@@ -96,7 +102,7 @@ fn slice_too_far(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().slice([0, 200], [ROWS, LANES]));
 }
 
-const TOO_FAR_LINE: u32 = 96;
+const TOO_FAR_LINE: u32 = 102;
 
 /// An unaligned window (rows 3.., lanes 5..) of a `[16, 256]` block, and one element of it
 /// as a scalar added to the whole window.
