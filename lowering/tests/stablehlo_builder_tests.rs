@@ -327,7 +327,13 @@ fn type_errors_are_reported_not_panics() {
         Err(BuildError::ConstantRange { .. })
     ));
     assert!(f.select(&a, &a, &a).is_err());
-    assert!(f.bitcast_convert(&a, DType::F16).is_err());
+    // A width change follows the spec: narrower adds a trailing dim of the ratio, wider
+    // consumes a last dim of that size (bf16 [2, 3] has 3, not 2).
+    assert_eq!(
+        f.bitcast_convert(&a, DType::F16).unwrap().shape(),
+        &[2, 3, 2]
+    );
+    assert!(f.bitcast_convert(&h, DType::F32).is_err());
     let i = f.scalar(DType::I32, 0.0).unwrap();
     let j = f.scalar(DType::I64, 0.0).unwrap();
     assert!(f.dynamic_slice(&a, &[&i, &j], &[1, 1]).is_err());

@@ -6,7 +6,7 @@ use syn::ext::IdentExt;
 use syn::Ident;
 
 use super::generics;
-use super::{body, params};
+use super::{body, params, sugar};
 use crate::crate_path::Lowering;
 use crate::parse::kernel::KernelModel;
 
@@ -23,6 +23,7 @@ pub fn kernel(lowering: &Lowering, model: KernelModel) -> TokenStream {
     } = model;
     let name = sig.ident.clone();
     sig.ident = Ident::new("body", name.span());
+    let body = sugar::rewrite(lowering, &params, body);
     let body = body::rewrite(lowering, body);
 
     let name_str = syn::LitStr::new(&name.unraw().to_string(), name.span());

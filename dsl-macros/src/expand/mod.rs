@@ -6,6 +6,7 @@ pub mod control_flow;
 pub mod generics;
 pub mod kernel;
 pub mod params;
+pub mod sugar;
 
 use proc_macro2::TokenStream;
 

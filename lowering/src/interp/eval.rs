@@ -1,6 +1,6 @@
 //! Evaluates one IR function: values in f64, rounded to the op's dtype after every op.
 
-use super::array::{convert, from_bits, round, strides, to_bits, unravel, Array};
+use super::array::{convert, round, strides, unravel, Array};
 use super::dma::{DmaState, Transfer};
 use super::error::InterpError;
 use super::ops::{binary, compare, copy_window, dot, paste_window, reduce, scan, unary_fn};
@@ -327,13 +327,14 @@ impl<'a> Machine<'a> {
             }
             OpKind::Bitcast { x } => {
                 let x = self.val(*x, op)?;
-                let (dtype, _) = self.result_type(op);
-                let data = x
-                    .data
-                    .iter()
-                    .map(|&v| from_bits(dtype, to_bits(x.dtype, v)))
-                    .collect();
-                self.set(op.results[0], Array::new(dtype, x.shape.clone(), data));
+                let (dtype, shape) = self.result_type(op);
+                self.set(op.results[0], super::reshaping::bitcast(&x, dtype, shape));
+            }
+            OpKind::Slice { x, starts, strides } => {
+                let x = self.val(*x, op)?;
+                let (_, shape) = self.result_type(op);
+                let out = super::reshaping::slice(&x, starts, strides, shape);
+                self.set(op.results[0], out);
             }
             OpKind::Iota { dim } => {
                 let (dtype, shape) = self.result_type(op);

@@ -18,6 +18,7 @@ mod eval;
 mod math;
 mod ops;
 mod padding;
+mod reshaping;
 
 pub use error::InterpError;
 

@@ -99,6 +99,9 @@ impl Printer<'_> {
             )?,
             OpKind::Broadcast { x, dims } => write!(self.out, "broadcast {x} dims {dims:?}")?,
             OpKind::Transpose { x, perm } => write!(self.out, "transpose {x} perm {perm:?}")?,
+            OpKind::Slice { x, starts, strides } => {
+                write!(self.out, "slice {x} starts {starts:?} strides {strides:?}")?
+            }
             OpKind::Reduce {
                 x, axes, keepdims, ..
             } => write!(

@@ -173,6 +173,12 @@ impl Walker<'_> {
             }
             OpKind::Broadcast { dims, .. } => h.dims(dims),
             OpKind::Transpose { perm, .. } => h.dims(perm),
+            OpKind::Slice {
+                starts, strides, ..
+            } => {
+                h.dims(starts);
+                h.dims(strides);
+            }
             OpKind::Reduce { axes, keepdims, .. } => {
                 h.dims(axes);
                 h.u64(u64::from(*keepdims));

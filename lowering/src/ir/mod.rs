@@ -25,4 +25,6 @@ pub use program::{
     BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand, ScratchBuffer,
 };
 pub use types::{MemorySpace, Type};
-pub use verify::{check_op, dot_accumulator, reduced_shape, verify, VerifyError};
+pub use verify::{
+    bitcast_shape, check_op, dot_accumulator, reduced_shape, slice_in_bounds, verify, VerifyError,
+};

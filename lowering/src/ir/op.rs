@@ -195,9 +195,20 @@ pub enum OpKind {
     Cast {
         x: ValueId,
     },
-    /// Reinterprets each element's bits as the result dtype, which has the same width.
+    /// Reinterprets bits as the result dtype. Of the same width: element by element, same
+    /// shape. Of another width (Pallas' `pltpu.bitcast`): packs or unpacks along the
+    /// second-minor dim, whose size scales by `from bits / to bits`; rows `p*i .. p*i + p` of
+    /// the narrow side share word row `i` of the wide side, row `p*i + k` in bits
+    /// `k*narrow .. (k+1)*narrow` (low bits first), for packing `p`.
     Bitcast {
         x: ValueId,
+    },
+    /// The static window `x[starts[d] .. starts[d] + strides[d] * size[d] : strides[d]]` of a
+    /// tile value, `size` being the result shape (StableHLO's `slice`).
+    Slice {
+        x: ValueId,
+        starts: Vec<usize>,
+        strides: Vec<usize>,
     },
     /// Tile whose elements are their index along `dim`.
     Iota {
@@ -296,6 +307,7 @@ impl OpKind {
             OpKind::Select { .. } => "select",
             OpKind::Cast { .. } => "cast",
             OpKind::Bitcast { .. } => "bitcast",
+            OpKind::Slice { .. } => "slice",
             OpKind::Iota { .. } => "iota",
             OpKind::Broadcast { .. } => "broadcast",
             OpKind::Reshape { .. } => "reshape",
@@ -367,6 +379,7 @@ impl OpKind {
             OpKind::Unary { x, .. }
             | OpKind::Cast { x }
             | OpKind::Bitcast { x }
+            | OpKind::Slice { x, .. }
             | OpKind::Broadcast { x, .. }
             | OpKind::Reshape { x }
             | OpKind::Transpose { x, .. }

@@ -261,18 +261,25 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             one(1)?;
             let (from, shape) = value_of(ty(*x)?, "operand")?;
             let (to, rshape) = value_of(results[0], "result")?;
-            if shape != rshape {
-                return Err(format!("changes shape {shape:?} to {rshape:?}"));
-            }
-            if from == DType::Bool || to == DType::Bool || from.bits() != to.bits() {
+            if from == DType::Bool || to == DType::Bool {
                 return Err(format!(
-                    "cannot reinterpret {from} ({} bits) as {to} ({} bits): a bitcast keeps \
-                     the width (and bool has no bit pattern to share)",
-                    from.bits(),
-                    to.bits()
+                    "cannot reinterpret {from} as {to}: bool has no bit pattern to share"
+                ));
+            }
+            let want = bitcast_shape(shape, from, to)?;
+            if rshape != want.as_slice() {
+                return Err(format!(
+                    "{from} {shape:?} reinterpreted as {to} is {want:?}, not {rshape:?}"
                 ));
             }
             Ok(())
+        }
+        OpKind::Slice { x, starts, strides } => {
+            one(1)?;
+            let (dtype, shape) = value_of(ty(*x)?, "operand")?;
+            let (_, sizes) = value_of(results[0], "result")?;
+            slice_in_bounds(shape, starts, sizes, strides)?;
+            same(results[0], &Type::tile(dtype, sizes.to_vec()), "result")
         }
         OpKind::Iota { dim } => {
             one(1)?;
@@ -684,6 +691,71 @@ fn same(actual: &Type, expected: &Type, what: &str) -> Result<(), String> {
 
 fn expect_index(t: &Type, what: &str) -> Result<(), String> {
     same(t, &Type::index(), what)
+}
+
+/// The shape of `shape` (of `from`) reinterpreted as `to`: the same where the widths agree,
+/// else the second-minor dim scaled by the width ratio, as Pallas' `pltpu.bitcast` packs.
+pub fn bitcast_shape(shape: &[usize], from: DType, to: DType) -> Result<Vec<usize>, String> {
+    let (fb, tb) = (from.bits(), to.bits());
+    if fb == tb {
+        return Ok(shape.to_vec());
+    }
+    let rank = shape.len();
+    if rank < 2 {
+        return Err(format!(
+            "cannot reinterpret {from} ({fb} bits) as {to} ({tb} bits) in a value of shape \
+             {shape:?}: a width change packs along the second-minor dim, so it needs rank >= 2"
+        ));
+    }
+    let rows = shape[rank - 2];
+    if !(rows * fb).is_multiple_of(tb) {
+        return Err(format!(
+            "cannot pack {rows} rows of {from} ({fb} bits) into {to} ({tb} bits) rows: the \
+             second-minor dim of {shape:?} must be a multiple of {}",
+            tb / fb
+        ));
+    }
+    let mut out = shape.to_vec();
+    out[rank - 2] = rows * fb / tb;
+    Ok(out)
+}
+
+/// Checks the static window `starts + strides * (sizes - 1) < shape` dim by dim.
+pub fn slice_in_bounds(
+    shape: &[usize],
+    starts: &[usize],
+    sizes: &[usize],
+    strides: &[usize],
+) -> Result<(), String> {
+    if starts.len() != shape.len() || sizes.len() != shape.len() || strides.len() != shape.len() {
+        return Err(format!(
+            "a slice of a rank-{} value needs {} starts, sizes and strides, got {}, {} and {}",
+            shape.len(),
+            shape.len(),
+            starts.len(),
+            sizes.len(),
+            strides.len()
+        ));
+    }
+    for (d, (((&n, &start), &size), &stride)) in
+        shape.iter().zip(starts).zip(sizes).zip(strides).enumerate()
+    {
+        if stride == 0 {
+            return Err(format!("dim {d}: stride 0"));
+        }
+        let end = if size == 0 {
+            start
+        } else {
+            start + stride * (size - 1) + 1
+        };
+        if size == 0 || end > n {
+            return Err(format!(
+                "dim {d}: {size} elements from {start} with stride {stride} do not fit in \
+                 {n} (shape {shape:?})"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

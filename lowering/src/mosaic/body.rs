@@ -220,6 +220,9 @@ impl<'a> Lower<'a> {
             OpKind::Broadcast { x, dims } => vec![self.broadcast(op, *x, dims)?],
             OpKind::Reshape { x } => vec![self.reshape(op, *x)?],
             OpKind::Transpose { x, perm } => vec![self.transpose(op, *x, perm)?],
+            OpKind::Slice { x, starts, strides } => {
+                vec![self.slice_value(op, *x, starts, strides)?]
+            }
             OpKind::Reduce { op: r, x, axes, .. } => vec![self.reduce(op, *r, *x, axes)?],
             OpKind::Scan { op: r, x, axis } => vec![self.scan(op, *r, *x, *axis)?],
             OpKind::Dot {

@@ -29,6 +29,7 @@ mod module;
 mod printer;
 mod scoped;
 mod shape;
+mod slice;
 mod types;
 
 pub use checks::{check_program, VmemUsage};

@@ -6,7 +6,7 @@ use super::element::{Element, Int, Numeric};
 use super::operand::{broadcast_pair, Operand, ScalarOperand};
 use super::value::{Scalar, Tile, Traced};
 use crate::dtype::DType;
-use crate::ir::{BinaryOp, CompareOp, Loc, OpKind, Type, UnaryOp};
+use crate::ir::{BinaryOp, CompareOp, Literal, Loc, OpKind, Type, UnaryOp};
 use std::ops;
 
 pub(crate) fn binary_in(b: &mut Builder, op: BinaryOp, x: Val, y: Val, loc: Loc) -> Val {
@@ -195,12 +195,28 @@ macro_rules! bitcast {
     ($($T:ident),*) => {$(
         impl<E: Element> $T<E> {
             /// Reinterprets each element's bits as `U`, which must have the same width
-            /// (`lax.bitcast_convert_type`): `x.bitcast::<u32>()` of an f32 tile.
+            /// (`lax.bitcast_convert_type`): `x.bitcast::<u32>()` of an f32 tile. Packing
+            /// narrow types into wider ones is `Tile::pack_bitcast`.
             #[track_caller]
             pub fn bitcast<U: Element>(self) -> $T<U> {
                 let loc = Loc::caller();
                 $T::from_val(with(|b| {
                     let shape = b.ty(self.v).shape().to_vec();
+                    let (from, to) = (E::DTYPE, U::DTYPE);
+                    if from.bits() != to.bits() {
+                        b.op_error(
+                            "bitcast",
+                            format!(
+                                "cannot reinterpret {from} ({} bits) as {to} ({} bits): a \
+                                 bitcast keeps the width; `pack_bitcast` packs along the \
+                                 second-minor dim (Pallas' `pltpu.bitcast`)",
+                                from.bits(),
+                                to.bits()
+                            ),
+                            loc,
+                        );
+                        return b.constant(Literal::Int(0), Type::tile(to, shape), loc);
+                    }
                     let x = b.id(self.v, "bitcast", loc);
                     b.emit1(OpKind::Bitcast { x }, Type::tile(U::DTYPE, shape), loc)
                 }))

@@ -7,7 +7,9 @@
 //!
 //! Comparisons are methods: `x.lt(y)`, `program_id(2).eq(0)`, `i.ge(n - 1)`. Rust's `==`
 //! and `<` must return a plain `bool`, so they cannot record a traced comparison; tracer
-//! values implement neither `PartialEq` nor `PartialOrd`, so misuse does not compile.
+//! values implement neither `PartialEq` nor `PartialOrd`, so misuse does not compile. Inside
+//! `#[tpu_kernel]` bodies the macro rewrites `<`, `<=`, `>`, `>=`, `==`, `!=` so that they
+//! are traced where an operand is (and Rust's own elsewhere): see `__compare`.
 //!
 //! Element types are checked by Rust: operands of one op share one `E`.
 //! ```compile_fail
@@ -29,6 +31,10 @@
 //! }
 //! ```
 
+/// What the macro rewrites comparisons in kernel bodies into.
+#[doc(hidden)]
+#[path = "compare.rs"]
+pub mod __compare;
 mod arith;
 mod block_spec;
 mod builder;
@@ -43,7 +49,9 @@ mod launch;
 mod math;
 mod operand;
 mod prng;
+mod ref_assign;
 mod refs;
+mod reinterpret;
 mod scan;
 mod shape_ops;
 mod tracer;

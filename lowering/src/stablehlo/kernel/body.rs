@@ -262,7 +262,26 @@ impl<'a> BodyEmitter<'a> {
             OpKind::Bitcast { x } => {
                 let b = self.get(*x)?;
                 Batched {
-                    v: f.bitcast_convert(&b.v, ty()?.dtype)?,
+                    v: f.bitcast_packed(&b.v, ty()?.dtype)?,
+                    axes: b.axes,
+                }
+            }
+            OpKind::Slice { x, starts, strides } => {
+                let b = self.get(*x)?;
+                let nb = b.axes.len();
+                let extents = self.extents(&b.axes);
+                let sizes = ty()?.shape;
+                let start = [vec![0; nb], starts.clone()].concat();
+                let stride = [vec![1; nb], strides.clone()].concat();
+                let limit = [
+                    extents,
+                    (0..sizes.len())
+                        .map(|d| starts[d] + strides[d] * (sizes[d] - 1) + 1)
+                        .collect(),
+                ]
+                .concat();
+                Batched {
+                    v: f.slice(&b.v, &start, &limit, &stride)?,
                     axes: b.axes,
                 }
             }

@@ -8,10 +8,11 @@
 //! Legal when no op can tell steps apart or mix them: elementwise ops, casts, broadcasts that
 //! do not stretch a folded dim, transposes, reductions and `dot` contractions over dims that
 //! hold no grid axis, and values the same in every step (constants, `iota`, blocks read at a
-//! constant index), which are tiled where they meet a folded dim. Anything else (`program_id`,
-//! slices, element access, regions, reshapes of folded values, an axis ending up in two dims
-//! of one value, or in a dim other than the output's) makes [`emit`] return `None`, and the
-//! batched form uses its leading-grid-dims layout instead.
+//! constant index), which are tiled where they meet a folded dim, and static slices that take
+//! folded dims whole. Anything else (`program_id`, other slices, element access, regions,
+//! reshapes of folded values, an axis ending up in two dims of one value, or in a dim other
+//! than the output's) makes [`emit`] return `None`, and the batched form uses its
+//! leading-grid-dims layout instead.
 
 use super::batched::{const_blocks, DimMap};
 use super::body::grid_axis;
@@ -269,11 +270,35 @@ impl Fold<'_> {
                 }
             }
             OpKind::Bitcast { x } => {
-                let x = self.get(*x)?;
-                Folded {
-                    base: f.bitcast_convert(&x.base, ty()?.dtype)?,
-                    ..x
+                let (x, t) = (self.get(*x)?, ty()?);
+                if x.shape == t.shape {
+                    Folded {
+                        base: f.bitcast_convert(&x.base, t.dtype)?,
+                        ..x
+                    }
+                } else {
+                    // Packing pairs rows within a block (its rows divide by the packing), so
+                    // the whole folded array packs the same way, each step's rows in place.
+                    let v = self.materialize(f, &x, &x.axes)?;
+                    plain(f.bitcast_packed(&v, t.dtype)?, t.shape, x.axes)
                 }
+            }
+            OpKind::Slice { x, starts, strides } => {
+                let (x, sizes) = (self.get(*x)?, ty()?.shape);
+                // A dim holding grid steps must be taken whole (each step's block is then
+                // sliced alike); a window of it would cut the whole array, not each block.
+                let whole = |d: usize| starts[d] == 0 && strides[d] == 1 && sizes[d] == x.shape[d];
+                if (0..sizes.len()).any(|d| x.axes[d].is_some() && !whole(d)) {
+                    return Err(Stop::Unfoldable);
+                }
+                let v = self.materialize(f, &x, &x.axes)?;
+                let limit: Vec<usize> = (0..sizes.len())
+                    .map(|d| match x.axes[d] {
+                        Some(_) => v.shape()[d],
+                        None => starts[d] + strides[d] * (sizes[d] - 1) + 1,
+                    })
+                    .collect();
+                plain(f.slice(&v, starts, &limit, strides)?, sizes, x.axes)
             }
             OpKind::Binary { op: b, lhs, rhs } => {
                 let (v, axes) = self.operands(f, &[*lhs, *rhs])?;

@@ -2,7 +2,7 @@
 
 use super::super::builder::FuncBuilder;
 use super::super::error::BuildError;
-use super::super::types::Value;
+use super::super::types::{TensorType, Value};
 use crate::dtype::DType;
 
 /// What element types an op accepts.
@@ -436,18 +436,32 @@ impl FuncBuilder {
         self.emit1("stablehlo.convert", &[x], "", x.ty.with_dtype(dtype))
     }
 
-    /// Reinterprets the bits of each element as `dtype` of the same width.
+    /// Reinterprets bits as `dtype`. Of the same width: element by element. Narrower: a
+    /// trailing dim of `from bits / to bits` elements per word, low bits first; wider: the
+    /// last dim (of that many elements) is consumed (StableHLO's `bitcast_convert`).
     pub fn bitcast_convert(&mut self, x: &Value, dtype: DType) -> Result<Value, BuildError> {
         const OP: &str = "stablehlo.bitcast_convert";
         for d in [x.dtype(), dtype] {
             Accepts::Ordered.check(OP, d)?;
         }
-        if dtype.bits() != x.dtype().bits() {
-            return Err(BuildError::shape(
-                OP,
-                format!("{} and {dtype} differ in width", x.dtype()),
-            ));
+        let (fb, tb) = (x.dtype().bits(), dtype.bits());
+        let mut shape = x.shape().to_vec();
+        if tb < fb {
+            shape.push(fb / tb);
+        } else if tb > fb {
+            if shape.last() != Some(&(tb / fb)) {
+                return Err(BuildError::shape(
+                    OP,
+                    format!(
+                        "{} {:?} to {dtype} needs a last dim of {}",
+                        x.dtype(),
+                        x.shape(),
+                        tb / fb
+                    ),
+                ));
+            }
+            shape.pop();
         }
-        self.emit1(OP, &[x], "", x.ty.with_dtype(dtype))
+        self.emit1(OP, &[x], "", TensorType::new(shape, dtype))
     }
 }

@@ -10,6 +10,7 @@ pub mod dot;
 pub mod elementwise;
 pub mod fft;
 pub mod indexing;
+pub mod packing;
 pub mod reduce;
 pub mod shape;
 pub mod sort;
