@@ -58,6 +58,24 @@ fn every_kernel_compiles_for_three_generations_at_two_shapes() {
     }
 }
 
+/// A launch without a grid (whole arrays as one block) compiles: Mosaic gets a grid of one
+/// step (libtpu refuses window params without iteration bounds).
+#[test]
+fn a_kernel_launched_without_a_grid_compiles_for_three_generations() {
+    use tessera_lowering::trace::BlockSpec;
+    let whole = || BlockSpec::new([16, 256], || [0, 0]);
+    let sig = vec![(DType::F32, vec![16, 256]); 2];
+    let program = tessera_kernels::add::add::launch()
+        .input(whole())
+        .input(whole())
+        .output(whole(), [16, 256])
+        .trace_program(&sig)
+        .unwrap();
+    assert!(program.grid.is_empty());
+    support::compiles_for_every_topology(&program);
+    support::check_mosaic_of("gridless", &program);
+}
+
 #[test]
 fn every_kernels_mosaic_verifies_with_jaxlib() {
     let py = match std::env::var_os("TESSERA_JAX_PYTHON").filter(|p| !p.is_empty()) {

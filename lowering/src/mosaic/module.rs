@@ -41,12 +41,13 @@ pub(crate) fn print_module(program: &KernelProgram, flavor: Flavor) -> Result<St
     Ok(text)
 }
 
-/// Grid axes of extent 1 added in front of the launch's: Mosaic takes window params of a
-/// scalar-prefetch kernel only with explicit (non-empty) iteration bounds ("window attributes
-/// can only be specified when explicit iteration_bounds are used", libtpu 0.0.4x), so a
-/// gridless prefetch kernel runs on a grid of one step, which changes nothing else.
+/// Grid axes of extent 1 added in front of the launch's: Mosaic takes window params only with
+/// explicit (non-empty) iteration bounds ("window attributes can only be specified when
+/// explicit iteration_bounds are used", libtpu 0.0.4x), so a gridless kernel runs on a grid
+/// of one step, which changes nothing else (Pallas instead leaves both attributes out of a
+/// grid-free call, which it allows only with whole-array blocks).
 fn padded_axes(program: &KernelProgram) -> usize {
-    usize::from(program.grid.is_empty() && !program.prefetch.is_empty())
+    usize::from(program.grid.is_empty())
 }
 
 fn kernel_func(p: &mut Printer, program: &KernelProgram, pad: usize) -> Result<(), MosaicError> {
