@@ -11,7 +11,6 @@ mod support;
 use rand::{Rng, SeedableRng};
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
-use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
@@ -94,18 +93,10 @@ fn shifts_launch(m: usize) -> Launch {
 /// Each device's outputs, as f64 vectors: the interpreter and the CPU plugin in the default
 /// form and as the grid loop.
 fn run_everywhere(launch: &Launch, inputs: &[&HostTensor]) -> Vec<(&'static str, Vec<Vec<f64>>)> {
-    let cpu = Device::cpu().expect("the XLA CPU plugin is installed");
-    [
-        ("interp", launch.run(&Device::interp(), inputs)),
-        ("cpu auto", launch.run_as(&cpu, inputs, Form::Auto)),
-        ("cpu grid loop", launch.run_as(&cpu, inputs, Form::GridLoop)),
-    ]
-    .into_iter()
-    .map(|(device, out)| {
-        let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
-        (device, out.iter().map(HostTensor::to_f64_vec).collect())
-    })
-    .collect()
+    support::run_everywhere(launch, inputs)
+        .into_iter()
+        .map(|(device, out)| (device, out.iter().map(HostTensor::to_f64_vec).collect()))
+        .collect()
 }
 
 #[test]
@@ -252,7 +243,7 @@ fn narrowing_bitcast(x: &Ref<f32>, o: &mut RefMut<i16>) {
     o.store(x.load().bitcast::<i16>());
 }
 
-const NARROWING_LINE: u32 = 252;
+const NARROWING_LINE: u32 = line!() - 3;
 
 #[test]
 fn a_bitcast_between_widths_is_reported_at_its_line() {

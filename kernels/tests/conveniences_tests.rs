@@ -10,7 +10,6 @@ mod support;
 use rand::{Rng, SeedableRng};
 use tessera_lowering::mosaic::{lower_to_mosaic, MosaicError, TpuGeneration};
 use tessera_lowering::prelude::*;
-use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
@@ -94,7 +93,7 @@ fn odd_columns(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().slice_strided([0, 1], [ROWS, LANES], [1, 2]));
 }
 
-const STRIDED_LINE: u32 = 94;
+const STRIDED_LINE: u32 = line!() - 3;
 
 /// Columns 200 .. 328 of a 256-column block.
 #[tpu_kernel]
@@ -102,7 +101,7 @@ fn slice_too_far(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().slice([0, 200], [ROWS, LANES]));
 }
 
-const TOO_FAR_LINE: u32 = 102;
+const TOO_FAR_LINE: u32 = line!() - 3;
 
 /// An unaligned window (rows 3.., lanes 5..) of a `[16, 256]` block, and one element of it
 /// as a scalar added to the whole window.
@@ -120,26 +119,6 @@ fn unaligned_launch(steps: usize) -> Launch {
             BlockSpec::new([ROWS, LANES], |i| (i, 0)),
             [steps * ROWS, LANES],
         )
-}
-
-fn cpu() -> Device {
-    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
-}
-
-/// Each device's outputs for `launch` on `inputs`: the interpreter, and the CPU plugin in the
-/// default form and as the grid loop.
-fn run_everywhere(launch: &Launch, inputs: &[&HostTensor]) -> Vec<(&'static str, Vec<HostTensor>)> {
-    [
-        ("interp", launch.run(&Device::interp(), inputs)),
-        ("cpu auto", launch.run_as(&cpu(), inputs, Form::Auto)),
-        (
-            "cpu grid loop",
-            launch.run_as(&cpu(), inputs, Form::GridLoop),
-        ),
-    ]
-    .into_iter()
-    .map(|(device, out)| (device, out.unwrap_or_else(|e| panic!("{device}: {e}"))))
-    .collect()
 }
 
 fn odd_columns_launch(rows: usize) -> Launch {
@@ -185,7 +164,7 @@ fn slices_ref_updates_and_comparisons_of_halves_are_exact_everywhere() {
             want_positive.push(f64::from(if r / ROWS == 1 { -count } else { count }));
         }
     }
-    for (device, out) in run_everywhere(&halves_launch(rows), &[&x]) {
+    for (device, out) in support::run_everywhere(&halves_launch(rows), &[&x]) {
         assert_eq!(out[0].to_f64_vec(), want_o, "{device}: o");
         assert_eq!(out[1].to_f64_vec(), want_positive, "{device}: positive");
     }
@@ -219,7 +198,7 @@ fn every_comparison_operator_is_traced_with_its_meaning() {
         .collect();
     let a = HostTensor::from_vec(vec![rows, LANES], xa);
     let b = HostTensor::from_vec(vec![rows, LANES], xb);
-    for (device, out) in run_everywhere(&comparisons_launch(rows), &[&a, &b]) {
+    for (device, out) in support::run_everywhere(&comparisons_launch(rows), &[&a, &b]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
     }
 }
@@ -233,7 +212,7 @@ fn a_generic_kernel_compares_tiles_of_its_element_type() {
         .collect();
     let want: Vec<f64> = xf.iter().map(|&v| f64::from(v.max(0.0))).collect();
     let x = HostTensor::from_vec(vec![rows, LANES], xf);
-    for (device, out) in run_everywhere(&relu_launch(rows), &[&x]) {
+    for (device, out) in support::run_everywhere(&relu_launch(rows), &[&x]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
     }
 }
@@ -252,7 +231,7 @@ fn an_unaligned_window_and_one_element_of_it_are_exact_everywhere() {
         })
         .collect();
     let x = HostTensor::from_vec(vec![steps * 2 * ROWS, 2 * LANES], xf.clone());
-    for (device, out) in run_everywhere(&unaligned_launch(steps), &[&x]) {
+    for (device, out) in support::run_everywhere(&unaligned_launch(steps), &[&x]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
     }
 }
@@ -266,7 +245,7 @@ fn a_strided_slice_runs_on_the_cpu_forms_and_is_refused_for_tpu_at_its_line() {
         .collect();
     let x = HostTensor::from_vec(vec![rows, 2 * LANES], xf);
     let launch = odd_columns_launch(rows);
-    for (device, out) in run_everywhere(&launch, &[&x]) {
+    for (device, out) in support::run_everywhere(&launch, &[&x]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
     }
     let program = launch

@@ -122,7 +122,7 @@ fn blocks_prefetched_by_dma_across_grid_steps_match_on_every_device() {
     let launch = prefetched_launch(n);
     for (device, out) in [
         ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),
-        ("cpu", launch.run(&cpu(), &[&starts_t, &x])),
+        ("cpu", launch.run(&support::cpu(), &[&starts_t, &x])),
     ] {
         let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
@@ -185,7 +185,7 @@ fn an_in_place_cache_append_by_dma_keeps_unwritten_rows_on_every_device() {
         .semantics([Arbitrary]);
     for (device, out) in [
         ("interp", launch.run(&Device::interp(), &refs)),
-        ("cpu", launch.run(&cpu(), &refs)),
+        ("cpu", launch.run(&support::cpu(), &refs)),
     ] {
         let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
@@ -199,10 +199,6 @@ fn an_in_place_cache_append_by_dma_keeps_unwritten_rows_on_every_device() {
     support::compiles_for_every_topology(&program);
 }
 
-fn cpu() -> Device {
-    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
-}
-
 #[test]
 fn rows_copied_by_dma_at_prefetched_offsets_match_on_every_device() {
     let (n, v) = (5, 64);
@@ -212,11 +208,11 @@ fn rows_copied_by_dma_at_prefetched_offsets_match_on_every_device() {
         ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),
         (
             "cpu auto",
-            launch.run_as(&cpu(), &[&starts_t, &x], Form::Auto),
+            launch.run_as(&support::cpu(), &[&starts_t, &x], Form::Auto),
         ),
         (
             "cpu grid loop",
-            launch.run_as(&cpu(), &[&starts_t, &x], Form::GridLoop),
+            launch.run_as(&support::cpu(), &[&starts_t, &x], Form::GridLoop),
         ),
     ];
     for (device, out) in runs {

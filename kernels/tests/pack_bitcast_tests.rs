@@ -13,7 +13,6 @@ mod support;
 use rand::{Rng, SeedableRng};
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
-use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
@@ -51,7 +50,7 @@ fn six_rows(x: &Ref<i8>, o: &mut RefMut<i32>) {
     o.store(x.load().pack_bitcast::<i32>());
 }
 
-const SIX_ROWS_LINE: u32 = 51;
+const SIX_ROWS_LINE: u32 = line!() - 3;
 
 /// `bitcast` keeps the shape, so it refuses a width change and points at `pack_bitcast`.
 #[tpu_kernel]
@@ -59,27 +58,7 @@ fn same_shape_narrowing(x: &Ref<bf16>, o: &mut RefMut<u32>) {
     o.store(x.load().bitcast::<u32>());
 }
 
-const NARROWING_LINE: u32 = 59;
-
-fn cpu() -> Device {
-    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
-}
-
-/// Each device's outputs: the interpreter, and the CPU plugin in the default form (folded:
-/// every step's rows packed in place) and as the grid loop.
-fn run_everywhere(launch: &Launch, inputs: &[&HostTensor]) -> Vec<(&'static str, Vec<HostTensor>)> {
-    [
-        ("interp", launch.run(&Device::interp(), inputs)),
-        ("cpu auto", launch.run_as(&cpu(), inputs, Form::Auto)),
-        (
-            "cpu grid loop",
-            launch.run_as(&cpu(), inputs, Form::GridLoop),
-        ),
-    ]
-    .into_iter()
-    .map(|(device, out)| (device, out.unwrap_or_else(|e| panic!("{device}: {e}"))))
-    .collect()
-}
+const NARROWING_LINE: u32 = line!() - 3;
 
 /// `[words * p * steps, LANES]` narrow rows in blocks of `p * words` rows, packed into
 /// `[words * steps, LANES]` in blocks of `words` rows.
@@ -128,7 +107,7 @@ fn bf16_rows_pack_in_pairs_low_half_first_and_unpack_back() {
         .collect();
     let xt = HostTensor::from_vec(vec![rows, LANES], x);
     let launch = words_launch(bf16_words::launch(), 2, words, steps);
-    for (device, out) in run_everywhere(&launch, &[&xt]) {
+    for (device, out) in support::run_everywhere(&launch, &[&xt]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}: words");
         assert_eq!(out[1].bytes(), xt.bytes(), "{device}: round trip");
     }
@@ -147,7 +126,7 @@ fn i8_rows_pack_in_fours_lowest_byte_first_and_unpack_back() {
         .collect();
     let xt = HostTensor::from_vec(vec![rows, LANES], x);
     let launch = words_launch(i8_words::launch(), 4, words, steps);
-    for (device, out) in run_everywhere(&launch, &[&xt]) {
+    for (device, out) in support::run_everywhere(&launch, &[&xt]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}: words");
         assert_eq!(out[1].to_f64_vec(), xt.to_f64_vec(), "{device}: round trip");
     }
@@ -200,7 +179,7 @@ fn words_are_the_ones_pallas_pltpu_bitcast_packs() {
         let Some(want) = pallas_bitcast(&x, from, to) else {
             return;
         };
-        for (device, out) in run_everywhere(&launch, &[&x]) {
+        for (device, out) in support::run_everywhere(&launch, &[&x]) {
             assert_eq!(out[0].bytes(), want.as_slice(), "{device}: {from} -> {to}");
         }
     }
@@ -241,7 +220,7 @@ fn a_known_word_unpacks_into_its_low_then_high_half() {
     let want_bits: Vec<f64> = f.iter().map(|v| f64::from(v.to_bits() as i32)).collect();
     let wt = HostTensor::from_vec(vec![words, LANES], w);
     let ft = HostTensor::from_vec(vec![words, LANES], f);
-    for (device, out) in run_everywhere(&unpack_launch(words), &[&wt, &ft]) {
+    for (device, out) in support::run_everywhere(&unpack_launch(words), &[&wt, &ft]) {
         assert_eq!(out[0].to_f64_vec(), want_halves, "{device}: halves");
         assert_eq!(out[1].to_f64_vec(), want_bits, "{device}: f32 bits");
     }

@@ -217,10 +217,6 @@ impl Case {
     }
 }
 
-fn cpu() -> Device {
-    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
-}
-
 /// f32 scores and an f32 online softmax over up to 512 positions: measured 3.5e-8
 /// (interpreter) and 3.7e-8 (CPU plugin) max absolute error vs float64 on the seeded case
 /// (outputs are averages of values in [-1, 1]); checked at 1e-6.
@@ -235,8 +231,11 @@ fn paged_attention_matches_float64_on_every_device() {
     let l = launch(c.batch);
     let runs = [
         ("interp", l.run(&Device::interp(), &refs)),
-        ("cpu auto", l.run_as(&cpu(), &refs, Form::Auto)),
-        ("cpu grid loop", l.run_as(&cpu(), &refs, Form::GridLoop)),
+        ("cpu auto", l.run_as(&support::cpu(), &refs, Form::Auto)),
+        (
+            "cpu grid loop",
+            l.run_as(&support::cpu(), &refs, Form::GridLoop),
+        ),
     ];
     for (device, out) in runs {
         let got = out.unwrap_or_else(|e| panic!("{device}: {e}"))[0].to_f64_vec();

@@ -11,7 +11,6 @@ use rand::{Rng, SeedableRng};
 use std::process::Command;
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
-use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
@@ -68,27 +67,6 @@ fn random_f32(rng: &mut rand::rngs::StdRng, shape: Vec<usize>) -> HostTensor {
     HostTensor::from_vec(shape, data)
 }
 
-fn cpu() -> Device {
-    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
-}
-
-/// Runs `launch` on the interpreter and on the CPU plugin (default form and grid loop) and
-/// checks each against `want`, exactly.
-fn run_everywhere(launch: &Launch, inputs: &[&HostTensor], want: &[f64]) {
-    let runs = [
-        ("interp", launch.run(&Device::interp(), inputs)),
-        ("cpu auto", launch.run_as(&cpu(), inputs, Form::Auto)),
-        (
-            "cpu grid loop",
-            launch.run_as(&cpu(), inputs, Form::GridLoop),
-        ),
-    ];
-    for (device, out) in runs {
-        let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
-        assert_eq!(out[0].to_f64_vec(), want, "{device}");
-    }
-}
-
 #[test]
 fn gather_of_row_blocks_by_prefetched_indices_matches_on_every_device() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -102,7 +80,7 @@ fn gather_of_row_blocks_by_prefetched_indices_matches_on_every_device() {
         .iter()
         .flat_map(|&b| xs[b as usize * ROWS * LANES..(b as usize + 1) * ROWS * LANES].to_vec())
         .collect();
-    run_everywhere(&gather_launch(n_out), &[&idx_t, &x], &want);
+    support::run_everywhere_exact(&gather_launch(n_out), &[&idx_t, &x], &want);
 }
 
 #[test]
@@ -120,7 +98,7 @@ fn a_loop_whose_trip_count_is_read_from_smem_matches_on_every_device() {
                 (0..n as usize).fold(0f32, |acc, i| acc + xs[i * ROWS * LANES + e] as f32) as f64
             })
             .collect();
-        run_everywhere(&sum_launch(k), &[&n_t, &x], &want);
+        support::run_everywhere_exact(&sum_launch(k), &[&n_t, &x], &want);
     }
 }
 

@@ -105,10 +105,6 @@ fn arg_launch(rows: usize, cols: usize) -> Launch {
         .output(BlockSpec::new([ROWS, 1], |i| (i, 0)), [rows, 1])
 }
 
-fn cpu() -> Device {
-    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
-}
-
 /// Row cumulative sums in float64.
 fn cumsum_reference(x: &[f64], cols: usize) -> Vec<f64> {
     x.chunks(cols)
@@ -119,22 +115,6 @@ fn cumsum_reference(x: &[f64], cols: usize) -> Vec<f64> {
             })
         })
         .collect()
-}
-
-/// Each device's outputs for `launch` on `inputs`: the interpreter and the CPU plugin in the
-/// default form and as the grid loop.
-fn run_everywhere(launch: &Launch, inputs: &[&HostTensor]) -> Vec<(&'static str, Vec<HostTensor>)> {
-    [
-        ("interp", launch.run(&Device::interp(), inputs)),
-        ("cpu auto", launch.run_as(&cpu(), inputs, Form::Auto)),
-        (
-            "cpu grid loop",
-            launch.run_as(&cpu(), inputs, Form::GridLoop),
-        ),
-    ]
-    .into_iter()
-    .map(|(device, out)| (device, out.unwrap_or_else(|e| panic!("{device}: {e}"))))
-    .collect()
 }
 
 #[test]
@@ -149,7 +129,7 @@ fn row_cumsum_of_integers_is_exact_on_every_device() {
     let x = HostTensor::from_vec(vec![rows, cols], xi.clone());
     let want = cumsum_reference(&x.to_f64_vec(), cols);
     let launch = cumsum_launch(row_cumsum_i32::launch(), DType::I32, rows, cols, bc);
-    for (device, out) in run_everywhere(&launch, &[&x]) {
+    for (device, out) in support::run_everywhere(&launch, &[&x]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
     }
     // f32 holding integers: every partial sum is an integer below 2^24, so any summation
@@ -160,7 +140,7 @@ fn row_cumsum_of_integers_is_exact_on_every_device() {
     let x = HostTensor::from_vec(vec![rows, cols], xf);
     let want = cumsum_reference(&x.to_f64_vec(), cols);
     let launch = cumsum_launch(row_cumsum_f32::launch(), DType::F32, rows, cols, bc);
-    for (device, out) in run_everywhere(&launch, &[&x]) {
+    for (device, out) in support::run_everywhere(&launch, &[&x]) {
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
     }
 }
@@ -177,7 +157,7 @@ fn row_cumsum_of_random_floats_matches_float64() {
     // n * eps * sum|x| (eps = 2^-24), checked per element against the running sum of |x|.
     let abs_sums = cumsum_reference(&xs.iter().map(|v| v.abs()).collect::<Vec<_>>(), cols);
     let launch = cumsum_launch(row_cumsum_f32::launch(), DType::F32, rows, cols, bc);
-    for (device, out) in run_everywhere(&launch, &[&x]) {
+    for (device, out) in support::run_everywhere(&launch, &[&x]) {
         for (e, ((got, want), scale)) in out[0]
             .to_f64_vec()
             .iter()
@@ -229,11 +209,11 @@ fn whole_row_scans_are_exact_in_every_form() {
         down,
     ];
     let launch = row_scans_launch(rows, cols);
-    let mut runs = run_everywhere(&launch, &[&x]);
+    let mut runs = support::run_everywhere(&launch, &[&x]);
     runs.push((
         "cpu batched",
         launch
-            .run_as(&cpu(), &[&x], Form::Batched)
+            .run_as(&support::cpu(), &[&x], Form::Batched)
             .expect("the batched form applies"),
     ));
     for (device, out) in runs {
@@ -272,7 +252,7 @@ fn row_argmax_and_argmin_pick_the_first_extreme_on_every_device() {
     let want_hi: Vec<f64> = xf.chunks(cols).map(|r| first(r, |a, b| a > b)).collect();
     let want_lo: Vec<f64> = xf.chunks(cols).map(|r| first(r, |a, b| a < b)).collect();
     assert_eq!(want_hi[3], 77.0);
-    for (device, out) in run_everywhere(&arg_launch(rows, cols), &[&x]) {
+    for (device, out) in support::run_everywhere(&arg_launch(rows, cols), &[&x]) {
         assert_eq!(out[0].to_f64_vec(), want_hi, "{device}: argmax");
         assert_eq!(out[1].to_f64_vec(), want_lo, "{device}: argmin");
     }
@@ -344,7 +324,7 @@ fn cumsum_bad_axis(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().cumsum(2));
 }
 
-const BAD_AXIS_LINE: u32 = 344;
+const BAD_AXIS_LINE: u32 = line!() - 3;
 
 /// `argmax` over two axes at once (it takes one).
 #[tpu_kernel]
@@ -352,7 +332,7 @@ fn argmax_two_axes(x: &Ref<f32>, o: &mut RefMut<i32>) {
     o.store(x.load().argmax([0, 1], true));
 }
 
-const TWO_AXES_LINE: u32 = 352;
+const TWO_AXES_LINE: u32 = line!() - 3;
 
 fn trace_error(result: Result<Vec<HostTensor>, RuntimeError>) -> TraceError {
     match result {

@@ -66,7 +66,7 @@ fn scoped_scratch_rows_match_on_every_device_and_compile_for_tpus() {
     let launch = scoped_launch(n);
     for (device, out) in [
         ("interp", launch.run(&Device::interp(), &[&starts_t, &x])),
-        ("cpu", launch.run(&cpu(), &[&starts_t, &x])),
+        ("cpu", launch.run(&support::cpu(), &[&starts_t, &x])),
     ] {
         let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
@@ -85,8 +85,4 @@ fn scoped_scratch_rows_match_on_every_device_and_compile_for_tpus() {
     }
     support::check_mosaic_of("scoped", &program);
     support::compiles_for_every_topology(&program);
-}
-
-fn cpu() -> Device {
-    Device::cpu().expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
 }

@@ -10,7 +10,6 @@ mod support;
 use rand::{Rng, SeedableRng};
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
-use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
@@ -73,21 +72,6 @@ fn random_f32(rng: &mut rand::rngs::StdRng, shape: Vec<usize>) -> HostTensor {
     HostTensor::from_vec(shape, data)
 }
 
-/// Runs `launch` on the interpreter and on the CPU plugin (default form and grid loop) and
-/// checks each against `want`, exactly.
-fn run_everywhere(launch: &Launch, inputs: &[&HostTensor], want: &[f64]) {
-    let cpu = Device::cpu().expect("the XLA CPU plugin is installed");
-    let runs = [
-        ("interp", launch.run(&Device::interp(), inputs)),
-        ("cpu auto", launch.run_as(&cpu, inputs, Form::Auto)),
-        ("cpu grid loop", launch.run_as(&cpu, inputs, Form::GridLoop)),
-    ];
-    for (device, out) in runs {
-        let out = out.unwrap_or_else(|e| panic!("{device}: {e}"));
-        assert_eq!(out[0].to_f64_vec(), want, "{device}");
-    }
-}
-
 /// The slabs of `xs` (`[k, ROWS, LANES]`) at `order`, summed in that order in f32 (the
 /// kernel's order, so the comparison is exact).
 fn slab_sum(xs: &[f64], order: &[usize]) -> Vec<f64> {
@@ -109,7 +93,7 @@ fn a_while_loop_whose_trip_count_is_read_from_smem_matches_on_every_device() {
     for n in [0, 1, 4, k as i32] {
         let n_t = HostTensor::from_vec(vec![1], vec![n]);
         let order: Vec<usize> = (0..n as usize).collect();
-        run_everywhere(&sum_launch(k), &[&n_t, &x], &slab_sum(&xs, &order));
+        support::run_everywhere_exact(&sum_launch(k), &[&n_t, &x], &slab_sum(&xs, &order));
     }
 }
 
@@ -133,7 +117,7 @@ fn a_while_loop_following_a_chain_in_smem_matches_on_every_device() {
         let head = chain.first().map_or(-1, |&h| h as i32);
         let head_t = HostTensor::from_vec(vec![1], vec![head]);
         let next_t = HostTensor::from_vec(vec![k], next);
-        run_everywhere(
+        support::run_everywhere_exact(
             &chain_launch(k),
             &[&head_t, &next_t, &x],
             &slab_sum(&xs, chain),
@@ -218,7 +202,7 @@ fn a_while_on_a_rust_condition_unrolls_at_trace_time() {
     assert!(!text.contains("while iter("), "{text}");
     assert_eq!(text.matches(" mul ").count(), 3, "{text}");
     let want: Vec<f64> = x.to_f64_vec().iter().map(|v| v * 8.0).collect();
-    run_everywhere(&launch, &[&x], &want);
+    support::run_everywhere_exact(&launch, &[&x], &want);
 }
 
 /// A `while` whose condition stores into a ref (conditions only compute).
@@ -231,7 +215,7 @@ fn storing_condition(n: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load());
 }
 
-const STORING_LINE: u32 = 228;
+const STORING_LINE: u32 = line!() - 6;
 
 fn stores_then_compares(o: &RefMut<f32>, i: Scalar<i32>, n: Scalar<i32>) -> Scalar<bool> {
     o.store(zeros());
@@ -250,7 +234,7 @@ fn growing_carry(n: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(acc);
 }
 
-const GROWING_LINE: u32 = 246;
+const GROWING_LINE: u32 = line!() - 7;
 
 /// A `while` whose condition never turns false.
 #[tpu_kernel]

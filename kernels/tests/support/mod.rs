@@ -161,3 +161,41 @@ pub fn max_abs_error(got: &[f64], want: &[f64]) -> f64 {
         .map(|(g, w)| (g - w).abs())
         .fold(0.0, f64::max)
 }
+
+/// The XLA CPU plugin.
+pub fn cpu() -> tessera_runtime::Device {
+    tessera_runtime::Device::cpu()
+        .expect("the XLA CPU plugin is installed (see runtime's plugin tests)")
+}
+
+/// `launch`'s outputs on `inputs` on each device: the interpreter, and the CPU plugin in the
+/// default form and as the grid loop (a failure panics naming the device).
+pub fn run_everywhere(
+    launch: &tessera_lowering::trace::Launch,
+    inputs: &[&tessera_lowering::HostTensor],
+) -> Vec<(&'static str, Vec<tessera_lowering::HostTensor>)> {
+    use tessera_lowering::stablehlo::Form;
+    use tessera_runtime::{Device, LaunchExt};
+    [
+        ("interp", launch.run(&Device::interp(), inputs)),
+        ("cpu auto", launch.run_as(&cpu(), inputs, Form::Auto)),
+        (
+            "cpu grid loop",
+            launch.run_as(&cpu(), inputs, Form::GridLoop),
+        ),
+    ]
+    .into_iter()
+    .map(|(device, out)| (device, out.unwrap_or_else(|e| panic!("{device}: {e}"))))
+    .collect()
+}
+
+/// [`run_everywhere`], each device's first output checked against `want` exactly.
+pub fn run_everywhere_exact(
+    launch: &tessera_lowering::trace::Launch,
+    inputs: &[&tessera_lowering::HostTensor],
+    want: &[f64],
+) {
+    for (device, out) in run_everywhere(launch, inputs) {
+        assert_eq!(out[0].to_f64_vec(), want, "{device}");
+    }
+}
