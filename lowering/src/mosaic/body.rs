@@ -108,7 +108,12 @@ impl<'a> Lower<'a> {
 
     pub fn region_ops(&mut self, region: &Region) -> Result<Vec<V>, MosaicError> {
         for op in &region.ops {
-            self.op(op)?;
+            // Every Mosaic op printed for `op` (its regions' ops have their own) names the
+            // user's line, so libtpu's diagnostics do.
+            let outer = self.p.set_loc(Some(op.loc));
+            let lowered = self.op(op);
+            self.p.set_loc(outer);
+            lowered?;
         }
         region
             .yields

@@ -94,7 +94,10 @@ impl Fold<'_> {
             self.refs.insert(o.param, folded);
         }
         for op in &plan.body.body.ops {
-            self.op(&mut f, op).map_err(|e| match e {
+            let outer = f.set_loc(Some(op.loc));
+            let emitted = self.op(&mut f, op);
+            f.set_loc(outer);
+            emitted.map_err(|e| match e {
                 Stop::Failed(e) => Stop::Failed(e.at(op)),
                 stop => stop,
             })?;
