@@ -18,13 +18,15 @@ const TOPOLOGIES: [&str; 3] = ["v5e:2x2", "v6e:2x2", "tpu7x:2x2x1"];
 const ROWS: usize = 64;
 const COLS: usize = 512;
 
-/// Which access the kernel makes, along which dim, at index `start[0] * mul + add`.
+/// Which access the kernel makes, along which dim, at index `start[0] * mul + add`, promised
+/// a multiple of `hint` (`multiple_of`) where `hint` is not 0.
 #[derive(Clone, Copy, Debug)]
 struct Case {
     access: Access,
     dim: usize,
     mul: i32,
     add: i32,
+    hint: usize,
     rows: usize,
 }
 
@@ -36,7 +38,7 @@ enum Access {
 }
 
 thread_local! {
-    static CASE: Cell<Case> = const { Cell::new(Case { access: Access::LoadSlice, dim: 1, mul: 128, add: 0, rows: 8 }) };
+    static CASE: Cell<Case> = const { Cell::new(Case { access: Access::LoadSlice, dim: 1, mul: 128, add: 0, hint: 0, rows: 8 }) };
 }
 
 /// Makes this thread's [`Case`]: one access of `x` or `o` at a traced index.
@@ -47,7 +49,10 @@ fn traced_access<T: Float>(start: &Prefetch<i32>, x: &Ref<T>, o: &mut RefMut<T>)
 
 fn access<T: Float>(start: &Prefetch<i32>, x: &Ref<T>, o: &mut RefMut<T>) {
     let c = CASE.with(Cell::get);
-    let s = start.load_scalar([0]) * c.mul + c.add;
+    let mut s = start.load_scalar([0]) * c.mul + c.add;
+    if c.hint > 0 {
+        s = s.multiple_of(c.hint); // PROMISE
+    }
     match (c.access, c.dim) {
         (Access::LoadSlice, 1) => o.store_slice((0, 0), x.load_slice((0, s), [c.rows, 128])), // LOAD LANES
         (Access::LoadSlice, _) => o.store_slice((0, 0), x.load_slice((s, 0), [c.rows, 128])), // LOAD ROWS
@@ -94,57 +99,54 @@ fn program(c: Case, dtype: DType) -> KernelProgram {
 
 /// The cases and whether libtpu accepts them (measured: the three generations agree).
 fn cases() -> Vec<(Case, DType, bool)> {
-    let mut out = Vec::new();
+    // (index multiplier, addend, `multiple_of` promise (0: none), libtpu compiles it)
     let lanes = [
-        (128, 0, true),
-        (1, 0, false),
-        (8, 0, false),
-        (64, 0, false),
-        (128, 1, false),
-        (256, 128, true),
+        (128, 0, 0, true),
+        (1, 0, 0, false),
+        (8, 0, 0, false),
+        (64, 0, 0, false),
+        (128, 1, 0, false),
+        (256, 128, 0, true),
+        (1, 0, 128, true),
+        (1, 0, 256, true),
+        (1, 0, 64, false),
     ];
     let rows = [
-        (8, 0, true),
-        (16, 8, true),
-        (1, 0, false),
-        (2, 0, false),
-        (8, 1, false),
-        (4, 4, false),
+        (8, 0, 0, true),
+        (16, 8, 0, true),
+        (1, 0, 0, false),
+        (2, 0, 0, false),
+        (8, 1, 0, false),
+        (4, 4, 0, false),
+        (1, 0, 8, true),
+        (1, 0, 4, false),
     ];
+    let mut out = Vec::new();
     for dtype in [DType::F32, DType::BF16] {
         for access in [Access::LoadSlice, Access::StoreSlice] {
-            for (dim, table) in [(1, &lanes), (0, &rows)] {
-                for &(mul, add, ok) in table.iter() {
-                    out.push((
-                        Case {
-                            access,
-                            dim,
-                            mul,
-                            add,
-                            rows: 8,
-                        },
-                        dtype,
-                        ok,
-                    ));
+            for (dim, table) in [(1, &lanes[..]), (0, &rows[..])] {
+                for &(mul, add, hint, ok) in table.iter() {
+                    out.push((case(access, dim, mul, add, hint), dtype, ok));
                 }
             }
         }
     }
     // Scalar reads of VMEM (32-bit only: libtpu extracts 32-bit scalars only).
     for (dim, mul, ok) in [(1, 128, true), (1, 8, false), (0, 8, true), (0, 1, false)] {
-        out.push((
-            Case {
-                access: Access::LoadScalar,
-                dim,
-                mul,
-                add: 0,
-                rows: 8,
-            },
-            DType::F32,
-            ok,
-        ));
+        out.push((case(Access::LoadScalar, dim, mul, 0, 0), DType::F32, ok));
     }
     out
+}
+
+fn case(access: Access, dim: usize, mul: i32, add: i32, hint: usize) -> Case {
+    Case {
+        access,
+        dim,
+        mul,
+        add,
+        hint,
+        rows: 8,
+    }
 }
 
 #[test]
@@ -209,6 +211,7 @@ fn an_aligned_lane_window_at_a_traced_start_matches_on_the_interpreter_and_cpu()
             dim: 1,
             mul: 128,
             add: 0,
+            hint: 0,
             rows: ROWS,
         })
     });
@@ -232,4 +235,49 @@ fn an_aligned_lane_window_at_a_traced_start_matches_on_the_interpreter_and_cpu()
             }
         }
     }
+}
+
+/// `start.multiple_of(128)` as the lane start: runs where the promise holds, and the
+/// interpreter refuses a broken promise at the kernel's line.
+#[test]
+fn a_promised_multiple_runs_and_a_broken_promise_is_an_error_on_the_interpreter() {
+    CASE.with(|cell| {
+        cell.set(Case {
+            rows: ROWS,
+            ..case(Access::LoadSlice, 1, 1, 0, 128)
+        })
+    });
+    let data: Vec<f32> = (0..ROWS * COLS)
+        .map(|i| ((i * 53) % 997) as f32 - 400.0)
+        .collect();
+    let x = HostTensor::from_vec(vec![ROWS, COLS], data.clone());
+    let cpu = Device::cpu().expect("the XLA CPU plugin is installed");
+    for s in [0, 128, 384] {
+        let start = HostTensor::from_vec(vec![1], vec![s as i32]);
+        for (device, dev) in [("interp", Device::interp()), ("cpu", cpu.clone())] {
+            let out = launch()
+                .run(&dev, &[&start, &x])
+                .unwrap_or_else(|e| panic!("{device}: {e}"));
+            let got = out[0].to_f64_vec();
+            for r in 0..ROWS {
+                for c in 0..128 {
+                    assert_eq!(
+                        got[r * COLS + c],
+                        f64::from(data[r * COLS + s + c]),
+                        "{device} s={s}"
+                    );
+                }
+            }
+        }
+    }
+    let start = HostTensor::from_vec(vec![1], vec![5]);
+    let err = launch()
+        .run(&Device::interp(), &[&start, &x])
+        .expect_err("5 is not a multiple of 128")
+        .to_string();
+    let at = line_of("PROMISE");
+    assert!(
+        err.starts_with(&at) && err.contains("not a multiple of 128"),
+        "expected {at}: {err}"
+    );
 }

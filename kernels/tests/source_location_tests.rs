@@ -1,18 +1,21 @@
 //! Source locations in the emitted text: every Mosaic and StableHLO op of a kernel carries
 //! the user's `loc("file":line:col)`, so a diagnostic from libtpu's compile or jaxlib's
 //! verifier names the kernel's line. The rejected kernel below is a real libtpu rejection
-//! (no mock): a lane-dim slice at a start read from SMEM.
+//! (no mock): a lane-dim slice at a start read from SMEM. Tessera refuses it first
+//! (`dynamic_index_tests.rs`), so it is handed to libtpu through the unchecked lowering.
 
 mod support;
 
 use tessera_kernels::shipped;
-use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
+use tessera_lowering::mosaic::{
+    lower_to_mosaic, lower_to_mosaic_unaligned, tpu_custom_call, TpuGeneration,
+};
 use tessera_lowering::prelude::*;
 use tessera_lowering::stablehlo::emit_kernel;
 use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::DType;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::TpuTarget;
+use tessera_runtime::{CompileOptions, TpuTarget};
 
 const ROWS: usize = 8;
 const LANES: usize = 128;
@@ -48,8 +51,12 @@ fn a_libtpu_rejection_names_the_kernels_line() {
     let program = lanes_from_program();
     let at = line_of("REJECTED BY LIBTPU");
     let target = TpuTarget::aot("v5e:2x2").expect("libtpu loads");
+    let kernel = lower_to_mosaic_unaligned(&program, TpuGeneration::V5e).expect("lowers");
+    let module = tpu_custom_call(&program, &kernel)
+        .expect("wraps")
+        .into_text();
     let err = target
-        .compile_program(&program)
+        .compile(&module, &CompileOptions::default())
         .expect_err("libtpu refuses a lane slice at an unproven start")
         .to_string();
     // The error starts with the kernel's line, as Tessera's own errors do; libtpu's text
@@ -89,5 +96,9 @@ fn every_op_of_a_shipped_kernel_carries_its_source_line() {
 fn the_rejected_kernels_mosaic_still_verifies_with_jaxlib() {
     // jaxlib's verifier accepts the module (the alignment is libtpu's rule): the locations
     // parse in the serialized form.
-    support::check_mosaic_of("lanes-from", &lanes_from_program());
+    let Some(py) = support::jax_python() else {
+        return;
+    };
+    let kernel = lower_to_mosaic_unaligned(&lanes_from_program(), TpuGeneration::V5e).unwrap();
+    support::verify_mosaic(&py, "lanes-from", "lanes_from.mlir", &kernel.serialized);
 }

@@ -195,6 +195,13 @@ pub enum OpKind {
     Cast {
         x: ValueId,
     },
+    /// `x` (an integer scalar), promised a multiple of `multiple`: what lets libtpu accept it
+    /// as a traced VMEM index (Pallas' `pl.multiple_of`; Mosaic's `tpu.assume_multiple`).
+    /// The interpreter checks the promise; StableHLO passes `x` through.
+    AssumeMultiple {
+        x: ValueId,
+        multiple: usize,
+    },
     /// Reinterprets each element's bits as the result dtype, which has the same width.
     Bitcast {
         x: ValueId,
@@ -296,6 +303,7 @@ impl OpKind {
             OpKind::Select { .. } => "select",
             OpKind::Cast { .. } => "cast",
             OpKind::Bitcast { .. } => "bitcast",
+            OpKind::AssumeMultiple { .. } => "multiple_of",
             OpKind::Iota { .. } => "iota",
             OpKind::Broadcast { .. } => "broadcast",
             OpKind::Reshape { .. } => "reshape",
@@ -367,6 +375,7 @@ impl OpKind {
             OpKind::Unary { x, .. }
             | OpKind::Cast { x }
             | OpKind::Bitcast { x }
+            | OpKind::AssumeMultiple { x, .. }
             | OpKind::Broadcast { x, .. }
             | OpKind::Reshape { x }
             | OpKind::Transpose { x, .. }

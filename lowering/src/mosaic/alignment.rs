@@ -13,8 +13,9 @@
 //!
 //! "Provably" as libtpu proves it: an integer constant that is a multiple; a product with
 //! either factor provably a multiple; a sum or difference of two provable multiples
-//! (`s * 8 + 8` compiles, `s * 128 + 1` and `s` do not). Anything else (a grid index, a loop
-//! index, a value read from memory) is not provable.
+//! (`s * 8 + 8` compiles, `s * 128 + 1` and `s` do not); a value promised a multiple with
+//! `multiple_of(n)` (`tpu.assume_multiple`, as Pallas' `pl.multiple_of`). Anything else (a grid
+//! index, a loop index, a value read from memory) is not provable.
 
 use super::error::MosaicError;
 use crate::ir::{BinaryOp, KernelProgram, Literal, MemorySpace, Offset, OpKind, Operation};
@@ -139,6 +140,7 @@ impl Check<'_> {
                 lhs,
                 rhs,
             } => self.multiple_of(*lhs, m) && self.multiple_of(*rhs, m),
+            OpKind::AssumeMultiple { multiple, .. } => *multiple as i64 % m == 0,
             _ => false,
         }
     }

@@ -263,6 +263,8 @@ impl<'a> BodyEmitter<'a> {
                     axes: b.axes,
                 }
             }
+            // A promise for libtpu's alignment proofs: the value itself.
+            OpKind::AssumeMultiple { x, .. } => self.get(*x)?,
             OpKind::Bitcast { x } => {
                 let b = self.get(*x)?;
                 Batched {

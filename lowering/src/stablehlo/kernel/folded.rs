@@ -271,6 +271,7 @@ impl Fold<'_> {
                     ..x
                 }
             }
+            OpKind::AssumeMultiple { x, .. } => self.get(*x)?,
             OpKind::Bitcast { x } => {
                 let x = self.get(*x)?;
                 Folded {
