@@ -258,28 +258,30 @@ impl<E: Element> Scalar<E> {
         Scalar::from_val(cast_val(self.v, U::DTYPE, Loc::caller()))
     }
 
-    /// This index, promised a multiple of `multiple` (Pallas' `pl.multiple_of`): a traced
-    /// VMEM index along the last dim must be provably a multiple of 128, along the
-    /// second-minor of 8, and this is how to promise it when the arithmetic does not show it.
-    /// The interpreter checks the promise; on TPU a broken one reads the wrong window.
-    #[track_caller]
-    pub fn multiple_of(self, multiple: usize) -> Scalar<E> {
-        let loc = Loc::caller();
-        Scalar::from_val(with(|b| {
-            let x = b.id(self.v, "multiple_of", loc);
-            b.emit1(
-                OpKind::AssumeMultiple { x, multiple },
-                Type::scalar(E::DTYPE),
-                loc,
-            )
-        }))
-    }
-
     /// This scalar as a tile of `shape`.
     #[track_caller]
     pub fn broadcast_to(self, shape: impl Into<Vec<usize>>) -> Tile<E> {
         let (loc, shape) = (Loc::caller(), shape.into());
         Tile::from_val(with(|b| broadcast_to(b, self.v, &shape, "broadcast", loc)))
+    }
+}
+
+impl Scalar<i32> {
+    /// This index, promised a multiple of `multiple` (Pallas' `pl.multiple_of`): a traced
+    /// VMEM index along the last dim must be provably a multiple of 128, along the
+    /// second-minor of 8, and this is how to promise it when the arithmetic does not show it.
+    /// The interpreter checks the promise; on TPU a broken one reads the wrong window.
+    #[track_caller]
+    pub fn multiple_of(self, multiple: usize) -> Scalar<i32> {
+        let loc = Loc::caller();
+        Scalar::from_val(with(|b| {
+            let x = b.id(self.v, "multiple_of", loc);
+            b.emit1(
+                OpKind::AssumeMultiple { x, multiple },
+                Type::scalar(DType::I32),
+                loc,
+            )
+        }))
     }
 }
 
