@@ -9,8 +9,10 @@ Accepts both spellings Tessera prints: the serialized form that a `tpu_custom_ca
 plain dialect names. Either way the module is finally parsed again in a context that
 rejects unknown ops, so every op and attribute is checked by its real verifier.
 
-Prints `FILE: OK` per module, or `FILE:LINE:COL: error: ...` diagnostics (positions in the
-text as given); exits 1 if any module fails, 2 if jax is not importable.
+Prints `FILE: OK` per module, or `FILE:LINE:COL: error: ...` diagnostics: at the op's own
+location where it has one (Tessera prints the kernel's `loc("src.rs":line:col)` after each
+op), else at the position in the text as given; exits 1 if any module fails, 2 if jax is not
+importable.
 """
 import re
 import sys
@@ -31,16 +33,25 @@ def context(allow_unregistered):
     return ctx
 
 
+def position(name, location):
+    """`file:line:col` of a diagnostic: the op's own `loc("file":line:col)` (Tessera prints
+    the kernel's source line after every op), else `name` and the position in the text."""
+    m = re.search(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)\)', str(location))
+    if not m:
+        return f"{name}:0:0"
+    file = name if m.group(1) == "-" else m.group(1)
+    return f"{file}:{m.group(2)}:{m.group(3)}"
+
+
 def diagnostics(name, err):
-    """One `name:line:col: error: message` per diagnostic of an MLIRError."""
+    """One `file:line:col: error: message` per diagnostic of an MLIRError."""
     diags = getattr(err, "error_diagnostics", None) or []
     lines = []
     for d in diags:
-        m = re.search(r":(\d+):(\d+)", str(d.location))
-        pos = f"{m.group(1)}:{m.group(2)}" if m else "0:0"
-        lines.append(f"{name}:{pos}: error: {d.message}")
+        pos = position(name, d.location)
+        lines.append(f"{pos}: error: {d.message}")
         for note in d.notes:
-            lines.append(f"{name}:{pos}: note: {note.message}")
+            lines.append(f"{pos}: note: {note.message}")
     return lines or [f"{name}:0:0: error: {str(err).strip()}"]
 
 

@@ -68,15 +68,40 @@ fn checker_reports_line_and_column_and_fails() {
         "\"stable_mosaic.arith.addi\"",
         1,
     );
-    let line = broken
+    // The op carries the kernel's source line (`loc("lowering/tests/common/kernels.rs":L:C)`), and the
+    // checker reports the error there, not at a line of the generated text.
+    let op_line = broken
+        .lines()
+        .find(|l| l.contains("arith.addi"))
+        .expect("the edited op");
+    let loc = op_line
+        .rsplit_once(" loc(\"")
+        .and_then(|(_, l)| l.strip_suffix(')'))
+        .expect("the op has a source location")
+        .replacen("\":", ":", 1);
+    assert!(
+        loc.starts_with("lowering/tests/common/kernels.rs:"),
+        "{op_line}"
+    );
+    let (ok, out) = run_tool(&py, "check_mosaic.py", &[], &broken);
+    assert!(!ok, "a broken module must fail:\n{out}");
+    assert!(
+        out.contains(&format!("{loc}: error")),
+        "expected an error at the kernel's line {loc}:\n{out}"
+    );
+    // Without locations (hand-written text), positions are in the text itself.
+    let bare: String = broken
+        .lines()
+        .map(|l| l.split(" loc(\"").next().unwrap_or(l).to_string() + "\n")
+        .collect();
+    let line = bare
         .lines()
         .position(|l| l.contains("arith.addi"))
         .expect("the edited op")
         + 1;
-    let (ok, out) = run_tool(&py, "check_mosaic.py", &[], &broken);
-    assert!(!ok, "a broken module must fail:\n{out}");
+    let (ok, out) = run_tool(&py, "check_mosaic.py", &[], &bare);
     assert!(
-        out.contains(&format!("<stdin>:{line}:")) && out.contains("error"),
+        !ok && out.contains(&format!("<stdin>:{line}:")),
         "expected an error at line {line}:\n{out}"
     );
 }

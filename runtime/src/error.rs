@@ -65,8 +65,9 @@ pub enum RuntimeError {
         need_minor: u32,
     },
 
-    /// An error reported by the plugin itself; `message` is the plugin's text, verbatim.
-    #[error("{call} failed [{code}]: {message}")]
+    /// An error reported by the plugin itself; `message` is the plugin's text, verbatim,
+    /// after the kernel's `file:line:col` where the message quotes a kernel op's location.
+    #[error("{}{call} failed [{code}]: {message}", crate::source_loc::prefix(message))]
     Pjrt {
         call: &'static str,
         code: String,

@@ -18,6 +18,7 @@ mod pjrt_call;
 mod plugin;
 pub mod plugin_store;
 mod signature;
+mod source_loc;
 mod tpu_aot;
 
 pub use buffer::{AlignedBytes, Buffer};

@@ -325,6 +325,19 @@ impl<'a> Machine<'a> {
                 let data = x.data.iter().map(|&v| convert(dtype, v)).collect();
                 self.set(op.results[0], Array::new(dtype, x.shape.clone(), data));
             }
+            // The promise is checked: a broken one is the kernel's bug, which on TPU would
+            // read or write the wrong window silently.
+            OpKind::AssumeMultiple { x, multiple } => {
+                let v = self.val(*x, op)?;
+                if let Some(&bad) = v.data.iter().find(|&&e| e % *multiple as f64 != 0.0) {
+                    return Err(InterpError::Invalid {
+                        op: "multiple_of",
+                        message: format!("{bad} is not a multiple of {multiple}, as promised"),
+                        loc: op.loc,
+                    });
+                }
+                self.env[op.results[0].0 as usize] = Some(Rt::Val(v));
+            }
             OpKind::Bitcast { x } => {
                 let x = self.val(*x, op)?;
                 let (dtype, shape) = self.result_type(op);

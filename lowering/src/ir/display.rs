@@ -98,6 +98,9 @@ impl Printer<'_> {
                 offsets(indices)
             )?,
             OpKind::Broadcast { x, dims } => write!(self.out, "broadcast {x} dims {dims:?}")?,
+            OpKind::AssumeMultiple { x, multiple } => {
+                write!(self.out, "multiple_of {x} {multiple}")?
+            }
             OpKind::Transpose { x, perm } => write!(self.out, "transpose {x} perm {perm:?}")?,
             OpKind::Slice { x, starts, strides } => {
                 write!(self.out, "slice {x} starts {starts:?} strides {strides:?}")?

@@ -172,6 +172,7 @@ impl Walker<'_> {
                 self.offsets(indices)
             }
             OpKind::Broadcast { dims, .. } => h.dims(dims),
+            OpKind::AssumeMultiple { multiple, .. } => h.usize(*multiple),
             OpKind::Transpose { perm, .. } => h.dims(perm),
             OpKind::Slice {
                 starts, strides, ..

@@ -195,6 +195,13 @@ pub enum OpKind {
     Cast {
         x: ValueId,
     },
+    /// `x` (an integer scalar), promised a multiple of `multiple`: what lets libtpu accept it
+    /// as a traced VMEM index (Pallas' `pl.multiple_of`; Mosaic's `tpu.assume_multiple`).
+    /// The interpreter checks the promise; StableHLO passes `x` through.
+    AssumeMultiple {
+        x: ValueId,
+        multiple: usize,
+    },
     /// Reinterprets bits as the result dtype. Of the same width: element by element, same
     /// shape. Of another width (Pallas' `pltpu.bitcast`): packs or unpacks along the
     /// second-minor dim, whose size scales by `from bits / to bits`; rows `p*i .. p*i + p` of
@@ -308,6 +315,7 @@ impl OpKind {
             OpKind::Cast { .. } => "cast",
             OpKind::Bitcast { .. } => "bitcast",
             OpKind::Slice { .. } => "slice",
+            OpKind::AssumeMultiple { .. } => "multiple_of",
             OpKind::Iota { .. } => "iota",
             OpKind::Broadcast { .. } => "broadcast",
             OpKind::Reshape { .. } => "reshape",
@@ -380,6 +388,7 @@ impl OpKind {
             | OpKind::Cast { x }
             | OpKind::Bitcast { x }
             | OpKind::Slice { x, .. }
+            | OpKind::AssumeMultiple { x, .. }
             | OpKind::Broadcast { x, .. }
             | OpKind::Reshape { x }
             | OpKind::Transpose { x, .. }

@@ -257,6 +257,17 @@ pub fn check_op(op: &Operation, types: &[Type]) -> Result<(), String> {
             }
             Ok(())
         }
+        OpKind::AssumeMultiple { x, multiple } => {
+            one(1)?;
+            if *multiple == 0 {
+                return Err("a multiple of 0".to_string());
+            }
+            let (dtype, shape) = value_of(ty(*x)?, "operand")?;
+            if !shape.is_empty() || !dtype.is_int() {
+                return Err(format!("takes an integer scalar, got {}", ty(*x)?));
+            }
+            same(results[0], ty(*x)?, "result")
+        }
         OpKind::Bitcast { x } => {
             one(1)?;
             let (from, shape) = value_of(ty(*x)?, "operand")?;

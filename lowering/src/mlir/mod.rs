@@ -7,8 +7,10 @@
 //! * [`types`]: `tensor<..>`, `vector<..>`, `memref<.., #tpu.memory_space<..>>`, `array<..>`.
 //! * [`literal`]: float literals exact in their type (shortest round-trip decimal, hex bits
 //!   for non-finite values) and attribute values of IR literals.
+//! * [`loc`]: the user's source location of an op, `loc("file":line:col)` after its type.
 
 pub mod literal;
+pub mod loc;
 mod op;
 pub mod types;
 

@@ -108,7 +108,12 @@ impl<'a> Lower<'a> {
 
     pub fn region_ops(&mut self, region: &Region) -> Result<Vec<V>, MosaicError> {
         for op in &region.ops {
-            self.op(op)?;
+            // Every Mosaic op printed for `op` (its regions' ops have their own) names the
+            // user's line, so libtpu's diagnostics do.
+            let outer = self.p.set_loc(Some(op.loc));
+            let lowered = self.op(op);
+            self.p.set_loc(outer);
+            lowered?;
         }
         region
             .yields
@@ -205,6 +210,13 @@ impl<'a> Lower<'a> {
                 vec![self.p.op1("arith.select", &[&c, &t, &f], "", ty)]
             }
             OpKind::Cast { x } => vec![self.cast_op(op, *x)?],
+            // As Pallas' `pl.multiple_of`: the promise libtpu's alignment proofs use.
+            OpKind::AssumeMultiple { x, multiple } => {
+                let v = self.val(*x, op)?;
+                let ty = v.ty.clone();
+                let attrs = format!("multiple = {multiple} : i32");
+                vec![self.p.op1("tpu.assume_multiple", &[&v], &attrs, ty)]
+            }
             OpKind::Bitcast { x } => {
                 let (to, shape) = self.value_type(op.results.first().copied(), op)?;
                 let v = self.val(*x, op)?;

@@ -27,7 +27,7 @@ impl VmemUsage {
 }
 
 /// All checks, in order: 64-bit types, tiling, reduction axes, core-parallel extents, VMEM
-/// budget.
+/// budget. (`lower_to_mosaic` also checks traced indices' alignment, `alignment.rs`.)
 pub fn check_program(
     program: &KernelProgram,
     generation: TpuGeneration,

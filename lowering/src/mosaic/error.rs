@@ -60,6 +60,17 @@ pub enum MosaicError {
         generation: &'static str,
         loc: Loc,
     },
+    /// A VMEM vector access at a traced index libtpu cannot prove aligned
+    /// (`alignment.rs` has the measured rule).
+    #[error("{loc}: `{op}` of a VMEM ref of shape {shape:?} at a traced index along dim {dim} ({what}): on TPU that index must be provably a multiple of {multiple} (a constant multiple, or `i * {multiple}` plus such multiples), and this one is not; read unaligned windows with a DMA (`async_copy`) instead")]
+    UnalignedIndex {
+        op: &'static str,
+        dim: usize,
+        shape: Vec<usize>,
+        multiple: usize,
+        what: &'static str,
+        loc: Loc,
+    },
     #[error("unknown TPU topology `{0}` (expected e.g. v4:2x2x1, v5e:2x2, v5p:2x2x1, v6e:2x2, tpu7x:2x2x1)")]
     UnknownTopology(String),
     /// The StableHLO wrapper could not be built.

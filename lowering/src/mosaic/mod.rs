@@ -17,6 +17,7 @@
 //! `tpu.enqueue_dma`/`tpu.wait_dma2` on semaphore scratch (`dma.rs`), and scoped scratch is a
 //! `tpu.region` (`scoped.rs`).
 
+pub mod alignment;
 mod body;
 pub mod checks;
 pub mod cost;
@@ -76,6 +77,17 @@ impl MosaicKernel {
 
 /// Checks `program` against the TPU rules of `generation`, then prints its Mosaic module.
 pub fn lower_to_mosaic(
+    program: &KernelProgram,
+    generation: TpuGeneration,
+) -> Result<MosaicKernel, MosaicError> {
+    alignment::check_dynamic_indices(program)?;
+    lower_to_mosaic_unaligned(program, generation)
+}
+
+/// [`lower_to_mosaic`] without the traced-index alignment check ([`alignment`]): what the
+/// tests hand to libtpu to show that it refuses exactly what the check refuses.
+#[doc(hidden)]
+pub fn lower_to_mosaic_unaligned(
     program: &KernelProgram,
     generation: TpuGeneration,
 ) -> Result<MosaicKernel, MosaicError> {

@@ -3,6 +3,7 @@
 //! text allows (ops are renamed `stable_mosaic.<dialect>.<op>`); the readable form is the
 //! same text without the `stable_mosaic.` prefix.
 
+use crate::ir::Loc;
 use crate::mlir;
 
 /// Which spelling of op names to print.
@@ -29,6 +30,8 @@ pub(crate) struct Printer {
     blocks: Vec<Vec<String>>,
     /// The arguments of each open region block (the function body has none here).
     block_args: Vec<Vec<(String, String)>>,
+    /// The user's location printed after each op (`loc(..)`); None prints none.
+    loc: Option<Loc>,
 }
 
 impl Printer {
@@ -38,7 +41,14 @@ impl Printer {
             next: 0,
             blocks: vec![Vec::new()],
             block_args: Vec::new(),
+            loc: None,
         }
+    }
+
+    /// Sets the location of the ops printed next; returns the previous one (to restore after
+    /// an op whose regions print ops of their own locations).
+    pub fn set_loc(&mut self, loc: Option<Loc>) -> Option<Loc> {
+        std::mem::replace(&mut self.loc, loc)
     }
 
     pub fn flavor(&self) -> Flavor {
@@ -128,7 +138,8 @@ impl Printer {
             .map(|o| (o.name.as_str(), o.ty.as_str()))
             .collect();
         let name = self.op_name(name);
-        let lines = mlir::generic_op(head, &name, &operands, attrs, results, regions);
+        let mut lines = mlir::generic_op(head, &name, &operands, attrs, results, regions);
+        mlir::loc::attach(&mut lines, self.loc);
         self.current().extend(lines);
     }
 

@@ -8,6 +8,7 @@
 
 use super::error::BuildError;
 use super::types::{TensorType, Value};
+use crate::ir::Loc;
 use crate::mlir;
 use std::fmt;
 
@@ -57,6 +58,9 @@ pub struct FuncBuilder {
     next_scope: u32,
     /// Private functions of other modules this one calls ([`FuncBuilder::call_module`]).
     callees: Vec<String>,
+    /// The user's location printed after each op (kernels set it per IR op); None prints
+    /// none, as for the ATen ops' modules.
+    loc: Option<Loc>,
 }
 
 impl Default for FuncBuilder {
@@ -82,7 +86,14 @@ impl FuncBuilder {
             }],
             next_scope: 1,
             callees: Vec::new(),
+            loc: None,
         }
+    }
+
+    /// Sets the location of the ops emitted next; returns the previous one (to restore after
+    /// an op whose regions emit ops of their own locations).
+    pub(crate) fn set_loc(&mut self, loc: Option<Loc>) -> Option<Loc> {
+        std::mem::replace(&mut self.loc, loc)
     }
 
     /// Appends a function argument. Arguments must be added before they are used, but may be
@@ -200,7 +211,8 @@ impl FuncBuilder {
             .map(|(v, t)| (self.names[v.id as usize].as_str(), t.as_str()))
             .collect();
         let out_types: Vec<String> = results.iter().map(|t| t.to_string()).collect();
-        let lines = mlir::generic_op(&head, op, &named, attrs, &out_types, regions);
+        let mut lines = mlir::generic_op(&head, op, &named, attrs, &out_types, regions);
+        mlir::loc::attach(&mut lines, self.loc);
         self.current_block().lines.extend(lines);
         Ok(values)
     }

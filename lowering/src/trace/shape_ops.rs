@@ -266,6 +266,25 @@ impl<E: Element> Scalar<E> {
     }
 }
 
+impl Scalar<i32> {
+    /// This index, promised a multiple of `multiple` (Pallas' `pl.multiple_of`): a traced
+    /// VMEM index along the last dim must be provably a multiple of 128, along the
+    /// second-minor of 8, and this is how to promise it when the arithmetic does not show it.
+    /// The interpreter checks the promise; on TPU a broken one reads the wrong window.
+    #[track_caller]
+    pub fn multiple_of(self, multiple: usize) -> Scalar<i32> {
+        let loc = Loc::caller();
+        Scalar::from_val(with(|b| {
+            let x = b.id(self.v, "multiple_of", loc);
+            b.emit1(
+                OpKind::AssumeMultiple { x, multiple },
+                Type::scalar(DType::I32),
+                loc,
+            )
+        }))
+    }
+}
+
 /// A tile of `shape` whose elements are their index along `dim`.
 #[track_caller]
 pub fn iota<E: Numeric>(shape: impl Into<Vec<usize>>, dim: usize) -> Tile<E> {

@@ -18,7 +18,7 @@
 use super::batched::{dim_maps, DimMap};
 use super::error::EmitError;
 use super::plan::{Operand, Plan};
-use crate::ir::{BinaryOp, CompareOp, Literal, OpKind, Operation, Region, ValueId};
+use crate::ir::{BinaryOp, CompareOp, Literal, Loc, OpKind, Operation, Region, ValueId};
 use crate::stablehlo::{DotDims, FuncBuilder, Module, Precision, TensorType};
 use std::collections::HashMap;
 
@@ -61,6 +61,8 @@ pub(super) fn emit(plan: &Plan) -> Result<Option<Module>, EmitError> {
     let (x, y, o) = (&plan.inputs[m.x], &plan.inputs[m.y], &plan.outputs[0]);
     let acc = plan.scratch[0].dtype;
     let mut f = FuncBuilder::new("main");
+    // The contraction is the kernel's `dot`: its ops carry that line.
+    f.set_loc(dot_loc(&plan.body.body));
     let args: Vec<_> = plan
         .inputs
         .iter()
@@ -85,6 +87,14 @@ pub(super) fn emit(plan: &Plan) -> Result<Option<Module>, EmitError> {
         )));
     }
     Ok(Some(f.finish(&[&out])?))
+}
+
+/// The location of the first `dot` in `region` (or its nested regions).
+fn dot_loc(region: &Region) -> Option<Loc> {
+    region.ops.iter().find_map(|op| match op.kind {
+        OpKind::Dot { .. } => Some(op.loc),
+        _ => op.kind.regions().into_iter().find_map(dot_loc),
+    })
 }
 
 /// The contraction found: `o = op(inputs[x]) @ op(inputs[y])`.

@@ -184,7 +184,11 @@ impl<'a> BodyEmitter<'a> {
         ops: &[Operation],
     ) -> Result<(), EmitError> {
         for op in ops {
-            self.emit_op(f, op).map_err(|e| e.at(op))?;
+            // The StableHLO ops of `op` name the user's line (its regions' ops their own).
+            let outer = f.set_loc(Some(op.loc));
+            let emitted = self.emit_op(f, op);
+            f.set_loc(outer);
+            emitted.map_err(|e| e.at(op))?;
         }
         Ok(())
     }
@@ -259,6 +263,8 @@ impl<'a> BodyEmitter<'a> {
                     axes: b.axes,
                 }
             }
+            // A promise for libtpu's alignment proofs: the value itself.
+            OpKind::AssumeMultiple { x, .. } => self.get(*x)?,
             OpKind::Bitcast { x } => {
                 let b = self.get(*x)?;
                 Batched {

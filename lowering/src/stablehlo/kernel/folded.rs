@@ -95,7 +95,10 @@ impl Fold<'_> {
             self.refs.insert(o.param, folded);
         }
         for op in &plan.body.body.ops {
-            self.op(&mut f, op).map_err(|e| match e {
+            let outer = f.set_loc(Some(op.loc));
+            let emitted = self.op(&mut f, op);
+            f.set_loc(outer);
+            emitted.map_err(|e| match e {
                 Stop::Failed(e) => Stop::Failed(e.at(op)),
                 stop => stop,
             })?;
@@ -269,6 +272,7 @@ impl Fold<'_> {
                     ..x
                 }
             }
+            OpKind::AssumeMultiple { x, .. } => self.get(*x)?,
             OpKind::Bitcast { x } => {
                 let (x, t) = (self.get(*x)?, ty()?);
                 if x.shape == t.shape {
