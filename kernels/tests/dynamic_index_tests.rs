@@ -281,3 +281,65 @@ fn a_promised_multiple_runs_and_a_broken_promise_is_an_error_on_the_interpreter(
         "expected {at}: {err}"
     );
 }
+
+/// One element of `x` read at static indices.
+#[tpu_kernel]
+fn element_read<T: Float>(x: &Ref<T>, o: &mut RefMut<T>) {
+    o.store(x.load_scalar((3, 5))); // ELEMENT READ
+}
+
+/// One element of `o` written at static indices.
+#[tpu_kernel]
+fn element_write<T: Float>(x: &Ref<T>, o: &mut RefMut<T>) {
+    o.store(x.load());
+    o.store_scalar((3, 5), 1.0); // ELEMENT WRITE
+}
+
+#[test]
+fn single_vmem_elements_are_read_in_32_bit_types_only_as_libtpu_says() {
+    let spec = || BlockSpec::new([ROWS, COLS], || [0, 0]);
+    let targets: Vec<(&str, TpuTarget)> = TOPOLOGIES
+        .iter()
+        .map(|t| (*t, TpuTarget::aot(t).unwrap_or_else(|e| panic!("{t}: {e}"))))
+        .collect();
+    for dtype in [DType::F32, DType::BF16] {
+        let sig = [(dtype, vec![ROWS, COLS])];
+        let read = element_read::launch()
+            .input(spec())
+            .output(spec(), [ROWS, COLS]);
+        let write = element_write::launch()
+            .input(spec())
+            .output(spec(), [ROWS, COLS]);
+        for (marker, launch) in [("ELEMENT READ", read), ("ELEMENT WRITE", write)] {
+            let p = launch.trace_program(&sig).expect("traces");
+            // libtpu extracts 32-bit elements only; it writes one of any width.
+            let accepted = dtype == DType::F32 || marker == "ELEMENT WRITE";
+            let what = format!("{marker} {dtype}");
+            match lower_to_mosaic(&p, TpuGeneration::V6e) {
+                Ok(_) => assert!(accepted, "{what}: Tessera accepts what libtpu refuses"),
+                Err(e) => {
+                    let text = e.to_string();
+                    assert!(!accepted, "{what}: {text}");
+                    assert!(text.starts_with(&line_of(marker)), "{what}: {text}");
+                    assert!(text.contains("32-bit types only"), "{what}: {text}");
+                }
+            }
+            for (topology, target) in &targets {
+                let generation = TpuGeneration::from_topology(topology).expect("known");
+                let kernel = lower_to_mosaic_unaligned(&p, generation).expect("lowers unchecked");
+                let module = tpu_custom_call(&p, &kernel).expect("wraps").into_text();
+                match target.compile(&module, &CompileOptions::default()) {
+                    Ok(_) => assert!(accepted, "{what} on {topology}: libtpu now compiles it"),
+                    Err(e) => {
+                        let e = e.to_string();
+                        assert!(!accepted, "{what} on {topology}: {e}");
+                        assert!(
+                            e.contains("Only 32-bit scalar"),
+                            "{what} on {topology}: {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

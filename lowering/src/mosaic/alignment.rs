@@ -16,6 +16,9 @@
 //! (`s * 8 + 8` compiles, `s * 128 + 1` and `s` do not); a value promised a multiple with
 //! `multiple_of(n)` (`tpu.assume_multiple`, as Pallas' `pl.multiple_of`). Anything else (a grid
 //! index, a loop index, a value read from memory) is not provable.
+//!
+//! One element read from a VMEM ref (`load_scalar`), at any index, is 32-bit only: bf16 and
+//! f16 reads are refused here too (writing one element compiles).
 
 use super::error::MosaicError;
 use crate::ir::{BinaryOp, KernelProgram, Literal, MemorySpace, Offset, OpKind, Operation};
@@ -79,6 +82,9 @@ impl Check<'_> {
             if let Some((r, offsets)) = access {
                 self.access(op, r, offsets)?;
             }
+            if let OpKind::LoadElement { src, .. } = &op.kind {
+                self.element_read(op, *src)?;
+            }
             for inner in op.kind.regions() {
                 self.region(inner)?;
             }
@@ -119,6 +125,28 @@ impl Check<'_> {
             }
         }
         Ok(())
+    }
+
+    /// One element read from a VMEM ref (`load_scalar`): libtpu extracts 32-bit elements
+    /// only ("Only 32-bit scalar vector.extracts supported", measured on v5e, v6e and tpu7x
+    /// at static and traced indices alike; f32 compiles, bf16 and f16 do not; writing one
+    /// bf16 element compiles).
+    fn element_read(&self, op: &Operation, r: ValueId) -> Result<(), MosaicError> {
+        let Type::Ref { dtype, space, .. } = self.func.ty(r) else {
+            return Ok(());
+        };
+        if *space != MemorySpace::Vmem || dtype.bits() == 32 {
+            return Ok(());
+        }
+        Err(MosaicError::Unsupported {
+            op: op.kind.name(),
+            reason: format!(
+                "one element read from a {dtype} VMEM ref: TPUs read single VMEM elements \
+                 in 32-bit types only; load a window (`load_slice`) and reduce it, or keep \
+                 the values in a 32-bit ref"
+            ),
+            loc: op.loc,
+        })
     }
 
     /// Whether `v` is provably a multiple of `m`, by libtpu's rules (module docs).
