@@ -126,31 +126,25 @@ def training(args):
     xd = x.to("tpu")
     compiled_dev = torch.compile(on_device, backend="tessera")
 
-    def device_run():
-        on_device.zero_grad(set_to_none=True)
-        loss = compiled_dev(xd).square().mean()
-        loss.backward()
-        tt.sync()
-        for p in on_device.parameters():
-            _value(p.grad).wait()
-        return loss.item()
+    def device_step(forward_loss):
+        def run():
+            on_device.zero_grad(set_to_none=True)
+            loss = forward_loss()
+            loss.backward()
+            tt.sync()
+            for p in on_device.parameters():
+                _value(p.grad).wait()
+            return loss.item()
+        return run
 
+    device_run = device_step(lambda: compiled_dev(xd).square().mean())
     dev_loss = device_run()
     assert abs(dev_loss - ref_loss) <= 1e-4 * abs(ref_loss), (dev_loss, ref_loss)
 
     # The loss inside the compiled graph too, as the JAX step has it (its backward then is
     # part of the compiled backward graph instead of eager ops on the device).
     compiled_loss = torch.compile(lambda x: on_device(x).square().mean(), backend="tessera")
-
-    def device_loss_run():
-        on_device.zero_grad(set_to_none=True)
-        loss = compiled_loss(xd)
-        loss.backward()
-        tt.sync()
-        for p in on_device.parameters():
-            _value(p.grad).wait()
-        return loss.item()
-
+    device_loss_run = device_step(lambda: compiled_loss(xd))
     dev_loss = device_loss_run()
     assert abs(dev_loss - ref_loss) <= 1e-4 * abs(ref_loss), (dev_loss, ref_loss)
 
