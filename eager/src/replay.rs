@@ -77,9 +77,8 @@ impl Replay {
                     continue;
                 }
                 Source::RngKey => {
-                    let key = rt.upload(&crate::rng::next_key())?;
-                    let c = key.storage.lock();
-                    (c.ty.clone(), c.state.clone())
+                    bufs.push(rt.upload_buffer(&crate::rng::next_key())?);
+                    continue;
                 }
             };
             match state {

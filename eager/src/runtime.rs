@@ -132,20 +132,23 @@ pub(crate) fn types_of(b: &Bound<Tensor>) -> Bound<TensorType> {
 
 impl Runtime {
     pub(crate) fn upload(&mut self, t: &HostTensor) -> Result<Tensor> {
+        let buf = self.upload_buffer(t)?;
+        Ok(Tensor::from_state(
+            TensorType::new(t.shape(), t.dtype()),
+            State::Ready { buf, op: None },
+            self.kind,
+        ))
+    }
+
+    /// `t` as a device buffer, its bytes counted as moved to the device.
+    pub(crate) fn upload_buffer(&mut self, t: &HostTensor) -> Result<Arc<Buffer>> {
         let bytes = Arc::new(AlignedBytes::from_slice(t.bytes()));
         let buf = self
             .client
             .upload_shared(t.dtype(), t.shape(), bytes)
             .map_err(|e| EagerError::device("upload", String::new(), &e))?;
         count(mode(), |s| s.bytes_to_device += t.bytes().len() as u64);
-        Ok(Tensor::from_state(
-            TensorType::new(t.shape(), t.dtype()),
-            State::Ready {
-                buf: Arc::new(buf),
-                op: None,
-            },
-            self.kind,
-        ))
+        Ok(Arc::new(buf))
     }
 
     /// A rank-0 device tensor holding `v` (cached: the same number is uploaded once).
@@ -154,18 +157,11 @@ impl Runtime {
         let buf = match self.scalars.get(&key) {
             Some(b) => b.clone(),
             None => {
-                let h = HostTensor::from_f64(dtype, vec![], &[v]);
-                let bytes = Arc::new(AlignedBytes::from_slice(h.bytes()));
-                let b = self
-                    .client
-                    .upload_shared(dtype, &[], bytes)
-                    .map_err(|e| EagerError::device("upload", String::new(), &e))?;
-                count(mode(), |s| s.bytes_to_device += h.bytes().len() as u64);
+                let b = self.upload_buffer(&HostTensor::from_f64(dtype, vec![], &[v]))?;
                 // A changing learning rate would grow this without bound: keep the last few.
                 if self.scalars.len() >= 256 {
                     self.scalars.clear();
                 }
-                let b = Arc::new(b);
                 self.scalars.insert(key, b.clone());
                 b
             }
@@ -227,8 +223,7 @@ impl Runtime {
             inputs.push((v, from));
         }
         if entry.random {
-            let key = self.upload(&crate::rng::next_key())?;
-            inputs.push((self.value_of(&key, need)?.1, None));
+            inputs.push((Val::Buf(self.upload_buffer(&crate::rng::next_key())?), None));
         }
         let results = if entry.results.is_empty() {
             Vec::new()
