@@ -87,6 +87,14 @@ def load_entries(path, modes):
     return done
 
 
+def why(e, modes):
+    """What went wrong with a model: its first failing op, an error, torch's own failure, or
+    each mode's error."""
+    return (e.get("first_failing_op") or e.get("error")
+            or (e["torch"] if e.get("torch") not in (None, "ok") else "")
+            or "; ".join(f"{m}: {e[m + '_error']}" for m in modes if m + "_error" in e))
+
+
 def summary(entries, modes):
     """Per mode: how many ran / matched out of the architectures torch runs."""
     built = [e for e in entries if e.get("torch") == "ok"]
@@ -107,10 +115,8 @@ def markdown(entries, modes, s):
     lines += ["", "| model | params | " + " | ".join(modes) + " | first failing op / error | s |",
               "|---|---|" + "---|" * len(modes) + "---|---|"]
     for e in entries:
-        why = e.get("first_failing_op") or e.get("error") or "; ".join(
-            f"{m}: {e[m + '_error']}" for m in modes if m + "_error" in e)
         lines.append(f"| {e['name']} | {e.get('params', '')} | " + " | ".join(e["status"].get(m, "") for m in modes)
-                     + f" | {str(why)[:120].replace('|', '/')} | {e.get('seconds', '')} |")
+                     + f" | {str(why(e, modes))[:120].replace('|', '/')} | {e.get('seconds', '')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -140,8 +146,7 @@ def main():
             entries.append(e)
             log.write(json.dumps(e) + "\n")
             log.flush()
-            why = e.get("first_failing_op") or e.get("error") or (e.get("torch") if e.get("torch") != "ok" else "")
-            print(f"[{i + 1}/{len(names)}] {name}: {e['status']} {e['seconds']} s {why or ''}"[:240], flush=True)
+            print(f"[{i + 1}/{len(names)}] {name}: {e['status']} {e['seconds']} s {why(e, a.modes)}"[:240], flush=True)
     finally:
         worker.stop()
         log.close()
