@@ -174,10 +174,7 @@ fn libtpu_compiles_single_and_double_buffered_windows_for_three_generations() {
 fn trace_error(launch: &Launch, m: usize, n: usize, bm: usize) -> TraceError {
     let x = HostTensor::zeros(DType::F32, vec![m, n]);
     let w = HostTensor::zeros(DType::F32, vec![bm, n]);
-    match launch.run(&Device::interp(), &[&x, &w]) {
-        Err(RuntimeError::Trace(e)) => *e,
-        other => panic!("expected a trace error, got {:?}", other.map(|_| ())),
-    }
+    support::interp_trace_error(launch, &[&x, &w])
 }
 
 #[test]

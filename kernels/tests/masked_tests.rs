@@ -17,7 +17,7 @@ use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::{Device, LaunchExt, RuntimeError};
+use tessera_runtime::{Device, LaunchExt};
 
 /// The fill value of masked-off loads.
 const FILL: f64 = -7.0;
@@ -147,10 +147,7 @@ fn trace_error(launch: Launch) -> TraceError {
     let launch = launch
         .input(BlockSpec::new([8, 128], || (0, 0)))
         .output(BlockSpec::new([8, 128], || (0, 0)), [8, 128]);
-    match launch.run(&Device::interp(), &[&x]) {
-        Err(RuntimeError::Trace(e)) => *e,
-        other => panic!("expected a trace error, got {:?}", other.map(|_| ())),
-    }
+    support::interp_trace_error(&launch, &[&x])
 }
 
 #[test]

@@ -13,10 +13,9 @@ mod support;
 use rand::{Rng, SeedableRng};
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
-use tessera_lowering::trace::{KernelProgram, TraceError};
+use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::{Device, LaunchExt, RuntimeError};
 
 const LANES: usize = 128;
 
@@ -226,37 +225,29 @@ fn a_known_word_unpacks_into_its_low_then_high_half() {
     }
 }
 
-fn trace_error(launch: Launch, x: &HostTensor) -> String {
-    match launch.run(&Device::interp(), &[x]) {
-        Err(RuntimeError::Trace(e)) => {
-            let e: TraceError = *e;
-            e.to_string()
-        }
-        other => panic!("expected a trace error, got {other:?}"),
-    }
-}
-
 #[test]
 fn rows_that_do_not_pack_and_a_same_shape_width_change_are_reported_at_their_lines() {
     let x = HostTensor::zeros(DType::I8, vec![6, LANES]);
-    let message = trace_error(
-        six_rows::launch()
+    let message = support::interp_trace_error(
+        &six_rows::launch()
             .input(BlockSpec::new([6, LANES], || (0, 0)))
             .output(BlockSpec::new([1, LANES], || (0, 0)), [1, LANES]),
-        &x,
-    );
+        &[&x],
+    )
+    .to_string();
     assert!(
         message.contains(&format!("pack_bitcast_tests.rs:{SIX_ROWS_LINE}:"))
             && message.contains("must be a multiple of 4"),
         "{message}"
     );
     let x = HostTensor::zeros(DType::BF16, vec![16, LANES]);
-    let message = trace_error(
-        same_shape_narrowing::launch()
+    let message = support::interp_trace_error(
+        &same_shape_narrowing::launch()
             .input(BlockSpec::new([16, LANES], || (0, 0)))
             .output(BlockSpec::new([16, LANES], || (0, 0)), [16, LANES]),
-        &x,
-    );
+        &[&x],
+    )
+    .to_string();
     assert!(
         message.contains(&format!("pack_bitcast_tests.rs:{NARROWING_LINE}:"))
             && message.contains("cannot reinterpret bf16 (16 bits) as u32 (32 bits)")

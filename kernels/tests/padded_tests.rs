@@ -11,10 +11,10 @@ mod support;
 use rand::{Rng, SeedableRng};
 use tessera_lowering::prelude::*;
 use tessera_lowering::stablehlo::Form;
-use tessera_lowering::trace::{KernelProgram, TraceError};
+use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
-use tessera_runtime::{Device, LaunchExt, RuntimeError};
+use tessera_runtime::{Device, LaunchExt};
 
 #[tpu_kernel]
 fn affine(x: &Ref<f32>, o: &mut RefMut<f32>) {
@@ -144,13 +144,6 @@ fn padded_kernels_verify_with_jaxlib_and_compile_with_libtpu() {
     }
 }
 
-fn trace_error(launch: Launch, x: &HostTensor) -> TraceError {
-    match launch.run(&Device::interp(), &[x]) {
-        Err(RuntimeError::Trace(e)) => *e,
-        other => panic!("expected a trace error, got {:?}", other.map(|_| ())),
-    }
-}
-
 #[test]
 fn a_partial_block_without_padded_and_a_padded_hbm_operand_are_errors_at_the_line() {
     let x = HostTensor::zeros(DType::F32, vec![100, 200]);
@@ -162,7 +155,7 @@ fn a_partial_block_without_padded_and_a_padded_hbm_operand_are_errors_at_the_lin
             BlockSpec::new([16, 128], |i, j| (i, j)).padded(),
             [100, 200],
         );
-    let text = trace_error(unpadded, &x).to_string();
+    let text = support::interp_trace_error(&unpadded, &[&x]).to_string();
     assert!(text.contains(&format!("padded_tests.rs:{line}:")), "{text}");
     assert!(
         text.contains("`BlockSpec::padded()` allows a partial last block"),
@@ -173,7 +166,7 @@ fn a_partial_block_without_padded_and_a_padded_hbm_operand_are_errors_at_the_lin
     let hbm = affine::launch()
         .input(BlockSpec::any().padded())
         .output(BlockSpec::new([100, 200], || (0, 0)), [100, 200]);
-    let text = trace_error(hbm, &x).to_string();
+    let text = support::interp_trace_error(&hbm, &[&x]).to_string();
     assert!(text.contains(&format!("padded_tests.rs:{line}:")), "{text}");
     assert!(text.contains("no edge blocks to pad"), "{text}");
 }

@@ -199,3 +199,16 @@ pub fn run_everywhere_exact(
         assert_eq!(out[0].to_f64_vec(), want, "{device}");
     }
 }
+
+/// The trace error of running `launch` on `inputs` on the interpreter (a misuse the tests
+/// expect at its line); panics if it runs or fails otherwise.
+pub fn interp_trace_error(
+    launch: &tessera_lowering::trace::Launch,
+    inputs: &[&tessera_lowering::HostTensor],
+) -> tessera_lowering::trace::TraceError {
+    use tessera_runtime::{Device, LaunchExt, RuntimeError};
+    match launch.run(&Device::interp(), inputs) {
+        Err(RuntimeError::Trace(e)) => *e,
+        other => panic!("expected a trace error, got {:?}", other.map(|_| ())),
+    }
+}
