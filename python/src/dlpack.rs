@@ -1,6 +1,7 @@
 //! Reading a tensor handed over through DLPack (`tensor.__dlpack__()`): the capsule's
-//! `DLManagedTensor` is read while the capsule is alive and its bytes copied once into a
-//! `HostTensor`. The capsule is not consumed, so its producer frees it as usual.
+//! `DLManagedTensor` is read while the capsule is alive, as a view of its memory (which a
+//! kernel op uploads without a copy) or copied once into a `HostTensor`. The capsule is not
+//! consumed, so its producer frees it as usual.
 //!
 //! The structs follow the DLPack ABI (dlpack.h v0.8+, stable since v0.6).
 
@@ -76,11 +77,28 @@ fn dtype_of(t: &DLDataType) -> Result<DType, String> {
     })
 }
 
-/// Copies the tensor behind a `dltensor` capsule pointer into host memory.
+/// A tensor's memory as a `dltensor` capsule describes it, not copied.
+pub struct View {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    /// The first element (the capsule's byte offset applied).
+    pub data: *const u8,
+    /// Row-major and dense: `data` holds the elements in order.
+    pub contiguous: bool,
+}
+
+impl View {
+    pub fn byte_len(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.dtype.size_bytes()
+    }
+}
+
+/// Reads what the capsule describes: a CPU tensor's dtype, shape and memory.
 ///
 /// # Safety
-/// `managed` must be the pointer of a live, unconsumed `dltensor` capsule.
-pub unsafe fn read(managed: *const c_void) -> Result<HostTensor, String> {
+/// `managed` must be the pointer of a live, unconsumed `dltensor` capsule; `View::data` is
+/// valid while that capsule is alive.
+pub unsafe fn view(managed: *const c_void) -> Result<View, String> {
     let m = &*(managed as *const DLManagedTensor);
     let t = &m.dl_tensor;
     if t.device.device_type != KDL_CPU {
@@ -99,23 +117,38 @@ pub unsafe fn read(managed: *const c_void) -> Result<HostTensor, String> {
             .map(|&d| d as usize)
             .collect()
     };
-    let numel: usize = shape.iter().product();
-    if !t.strides.is_null() && numel > 1 {
+    let mut contiguous = true;
+    if !t.strides.is_null() && shape.iter().product::<usize>() > 1 {
         let strides = std::slice::from_raw_parts(t.strides, ndim);
         let mut expected = 1i64;
         for (d, s) in shape.iter().zip(strides).rev() {
-            if *d != 1 && *s != expected {
-                return Err("tensor is not contiguous; call .contiguous() first".into());
-            }
+            contiguous &= *d == 1 || *s == expected;
             expected *= *d as i64;
         }
     }
-    let nbytes = numel * dtype.size_bytes();
-    let bytes = if nbytes == 0 {
+    let data = (t.data as *const u8).wrapping_add(t.byte_offset as usize);
+    Ok(View {
+        dtype,
+        shape,
+        data,
+        contiguous,
+    })
+}
+
+/// Copies the tensor behind a `dltensor` capsule pointer into host memory.
+///
+/// # Safety
+/// `managed` must be the pointer of a live, unconsumed `dltensor` capsule.
+pub unsafe fn read(managed: *const c_void) -> Result<HostTensor, String> {
+    let v = view(managed)?;
+    if !v.contiguous {
+        return Err("tensor is not contiguous; call .contiguous() first".into());
+    }
+    let len = v.byte_len();
+    let bytes = if len == 0 {
         Vec::new()
     } else {
-        let start = (t.data as *const u8).add(t.byte_offset as usize);
-        std::slice::from_raw_parts(start, nbytes).to_vec()
+        std::slice::from_raw_parts(v.data, len).to_vec()
     };
-    HostTensor::from_bytes(dtype, shape, bytes).map_err(|e| e.to_string())
+    HostTensor::from_bytes(v.dtype, v.shape, bytes).map_err(|e| e.to_string())
 }

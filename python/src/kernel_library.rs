@@ -156,7 +156,7 @@ pub fn library_meta(
     Ok(lowered(path, name, &crate::kernel_ops::signature(inputs)?)?.1)
 }
 
-/// Runs a library kernel on tensors; outputs as `(dtype, shape, bytearray)`.
+/// Runs a library kernel on CPU tensors; outputs as torch tensors (see `kernel_run`).
 #[pyfunction]
 pub fn library_run(
     py: Python<'_>,
@@ -164,8 +164,8 @@ pub fn library_run(
     name: &str,
     tensors: &Bound<'_, PyList>,
 ) -> PyResult<Vec<Py<PyAny>>> {
-    let (inputs, sig) = crate::kernel_ops::host_inputs(name, tensors)?;
-    let (exe, _) = lowered(path, name, &sig)?;
+    let inputs = crate::kernel_ops::host_inputs(name, tensors)?;
+    let (exe, _) = lowered(path, name, &inputs.signature())?;
     crate::kernel_ops::execute(py, name, &exe, &inputs)
 }
 

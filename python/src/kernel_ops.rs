@@ -3,7 +3,7 @@
 //! running anything) and running it on the device.
 
 use crate::eager::EagerTensor;
-use crate::{convert, device, ArgumentError, DeviceError};
+use crate::{device, dlpack, ArgumentError, DeviceError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::collections::HashMap;
@@ -112,7 +112,7 @@ pub fn kernel_meta(
 }
 
 /// Runs `kernel` on tensors (anything with `__dlpack__`) on the current device; returns its
-/// outputs as `(dtype, shape, bytearray)`.
+/// outputs as torch tensors (the inputs are read in place where the device allows it).
 #[pyfunction]
 pub fn kernel_run(
     py: Python<'_>,
@@ -120,17 +120,28 @@ pub fn kernel_run(
     tensors: &Bound<'_, PyList>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let kernel = find(name)?;
-    let (inputs, signature) = host_inputs(name, tensors)?;
+    let inputs = host_inputs(name, tensors)?;
+    let signature = inputs.signature();
     let dev = device()?;
     let run_err =
         |e: tessera_runtime::RuntimeError| DeviceError::new_err(format!("kernel `{name}`: {e}"));
     if dev.kind() == DeviceKind::Interp {
         let program = trace(kernel, &signature)?;
+        let inputs = inputs.to_host()?;
         let refs: Vec<&HostTensor> = inputs.iter().collect();
         let outputs = py
             .detach(|| tessera_runtime::run_program(&program, dev, &refs, Form::Auto))
             .map_err(run_err)?;
-        return outputs.iter().map(|t| convert::host(py, t)).collect();
+        return outputs
+            .iter()
+            .map(|t| {
+                let (out, dst) = empty_torch(py, t.dtype(), t.shape())?;
+                // SAFETY: `out` is a new tensor of exactly this many bytes.
+                unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, t.bytes().len()) }
+                    .copy_from_slice(t.bytes());
+                Ok(out.unbind())
+            })
+            .collect();
     }
     let (exe, _) = executable(kernel, &signature, dev)?;
     execute(py, name, &exe, &inputs)
@@ -186,45 +197,148 @@ pub fn signature(inputs: Vec<(String, Vec<usize>)>) -> PyResult<Vec<(DType, Vec<
         .collect()
 }
 
-/// Tensors (anything with `__dlpack__`) as host tensors and their signature.
-pub fn host_inputs(
-    name: &str,
-    tensors: &Bound<'_, PyList>,
-) -> PyResult<(Vec<HostTensor>, Vec<(DType, Vec<usize>)>)> {
-    let inputs: Vec<HostTensor> = tensors
-        .iter()
-        .enumerate()
-        .map(|(i, t)| convert::tensor(&t, &format!("kernel `{name}`: input {i}")))
-        .collect::<PyResult<_>>()?;
-    let signature = inputs
-        .iter()
-        .map(|t| (t.dtype(), t.shape().to_vec()))
-        .collect();
-    Ok((inputs, signature))
+/// Input tensors viewed in place through DLPack; each view's memory stays valid while its
+/// capsule, kept here, is alive.
+pub struct HostInputs<'py> {
+    _capsules: Vec<Bound<'py, PyAny>>,
+    views: Vec<dlpack::View>,
 }
 
-/// Runs a compiled kernel on the current device: upload, execute, download, as
-/// `(dtype, shape, bytearray)` per output. Errors name the kernel.
+impl HostInputs<'_> {
+    pub fn signature(&self) -> Vec<(DType, Vec<usize>)> {
+        self.views
+            .iter()
+            .map(|v| (v.dtype, v.shape.clone()))
+            .collect()
+    }
+
+    /// Copies of the inputs (for the interpreter, which runs on host tensors).
+    pub fn to_host(&self) -> PyResult<Vec<HostTensor>> {
+        self.views
+            .iter()
+            .map(|v| {
+                // SAFETY: the view's capsule is alive (held by `self`) and the view contiguous.
+                let bytes = unsafe { std::slice::from_raw_parts(v.data, v.byte_len()) }.to_vec();
+                HostTensor::from_bytes(v.dtype, v.shape.clone(), bytes)
+                    .map_err(|e| ArgumentError::new_err(e.to_string()))
+            })
+            .collect()
+    }
+}
+
+/// Tensors (anything with `__dlpack__`, CPU and contiguous) viewed in place.
+pub fn host_inputs<'py>(name: &str, tensors: &Bound<'py, PyList>) -> PyResult<HostInputs<'py>> {
+    let mut capsules = Vec::with_capacity(tensors.len());
+    let mut views = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        let what = format!("kernel `{name}`: input {i}");
+        let capsule = t.call_method0("__dlpack__")?;
+        let ptr =
+            // SAFETY: `capsule` is alive for this call; the name is checked by the call.
+            unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), c"dltensor".as_ptr()) };
+        if ptr.is_null() {
+            return Err(PyErr::take(t.py()).unwrap_or_else(|| {
+                ArgumentError::new_err(format!("{what}: __dlpack__ gave no dltensor capsule"))
+            }));
+        }
+        // SAFETY: a live, unconsumed dltensor capsule's pointer, kept alive in `capsules`.
+        let view = unsafe { dlpack::view(ptr) }
+            .map_err(|e| ArgumentError::new_err(format!("{what}: {e}")))?;
+        if !view.contiguous {
+            return Err(ArgumentError::new_err(format!(
+                "{what}: tensor is not contiguous; call .contiguous() first"
+            )));
+        }
+        views.push(view);
+        capsules.push(capsule);
+    }
+    Ok(HostInputs {
+        _capsules: capsules,
+        views,
+    })
+}
+
+/// Runs a compiled kernel on the current device and returns its outputs as torch tensors:
+/// the inputs are uploaded without a copy where the device allows it (the CPU plugin aliases
+/// a torch tensor's memory), the outputs downloaded straight into new torch tensors. Errors
+/// name the kernel.
 pub fn execute(
     py: Python<'_>,
     name: &str,
     exe: &Executable,
-    inputs: &[HostTensor],
+    inputs: &HostInputs<'_>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let dev = device()?;
+    let err =
+        |e: tessera_runtime::RuntimeError| DeviceError::new_err(format!("kernel `{name}`: {e}"));
+    // Raw pointers are not Send; the addresses cross into the GIL-free closure as integers.
+    let inputs: Vec<(DType, &[usize], usize)> = inputs
+        .views
+        .iter()
+        .map(|v| (v.dtype, v.shape.as_slice(), v.data as usize))
+        .collect();
     let outputs = py
         .detach(|| {
             let client = dev.client()?;
             let bufs = inputs
                 .iter()
-                .map(|t| client.upload(t))
+                .map(|&(dtype, shape, data)| {
+                    // SAFETY: the capsules keep the memory alive past these buffers (dropped
+                    // at the end of this closure; a drop waits until PJRT releases the memory).
+                    unsafe { client.upload_aliasing(dtype, shape, data as *const u8) }
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let refs: Vec<_> = bufs.iter().collect();
-            exe.execute(&refs)?
-                .iter()
-                .map(|b| b.to_host())
-                .collect::<Result<Vec<_>, _>>()
+            exe.execute(&refs)
         })
-        .map_err(|e| DeviceError::new_err(format!("kernel `{name}`: {e}")))?;
-    outputs.iter().map(|t| convert::host(py, t)).collect()
+        .map_err(err)?;
+    let mut results = Vec::with_capacity(outputs.len());
+    for b in &outputs {
+        let (t, ptr) = empty_torch(py, b.dtype(), b.shape())?;
+        let len = b.shape().iter().product::<usize>() * b.dtype().size_bytes();
+        py.detach(|| {
+            // SAFETY: `t` is a new contiguous tensor of exactly `len` bytes, alive and not
+            // shared while the download writes into it.
+            let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+            b.to_host_into(dst)
+        })
+        .map_err(err)?;
+        results.push(t.unbind());
+    }
+    Ok(results)
+}
+
+/// A new contiguous torch CPU tensor and the address of its memory.
+fn empty_torch<'py>(
+    py: Python<'py>,
+    dtype: DType,
+    shape: &[usize],
+) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    let torch = py.import("torch")?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", torch.getattr(torch_dtype(dtype))?)?;
+    let t = torch.call_method("empty", (shape.to_vec(),), Some(&kwargs))?;
+    let ptr = t.call_method0("data_ptr")?.extract()?;
+    Ok((t, ptr))
+}
+
+/// torch's name of a dtype (`torch.<name>`).
+fn torch_dtype(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "bool",
+        DType::I8 => "int8",
+        DType::I16 => "int16",
+        DType::I32 => "int32",
+        DType::I64 => "int64",
+        DType::U8 => "uint8",
+        DType::U16 => "uint16",
+        DType::U32 => "uint32",
+        DType::U64 => "uint64",
+        DType::F16 => "float16",
+        DType::BF16 => "bfloat16",
+        DType::F32 => "float32",
+        DType::F64 => "float64",
+        DType::C64 => "complex64",
+        DType::C128 => "complex128",
+    }
 }

@@ -15,7 +15,7 @@ rule. Shipped kernels are registered at import (`registered()` lists them). Bad 
 import torch
 
 from . import _native
-from .ops import _DTYPES, _TORCH_DTYPES, _tensor
+from .ops import _DTYPES, _TORCH_DTYPES
 
 _REGISTERED = {}
 # The torch.library.Library objects that own the registrations.
@@ -48,9 +48,9 @@ def _check_tensors(kernel, tensors):
 
 def _run(kernel, library, tensors):
     _check_tensors(kernel, tensors)
+    # DLPack refuses tensors that require grad; the kernel reads contiguous memory in place.
     ts = [t.detach().contiguous() for t in tensors]
     outs = _native.kernel_run(kernel, ts) if library is None else _native.library_run(library, kernel, ts)
-    outs = [_tensor(o) for o in outs]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 

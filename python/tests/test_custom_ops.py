@@ -63,6 +63,27 @@ def test_results_match_torch(name, dtype):
         assert err <= TOL[dtype], f"{name} {dtype}: max relative error {err}"
 
 
+@pytest.mark.parametrize("name", KERNELS)
+def test_inputs_read_in_place_at_any_offset_and_layout(name):
+    """The kernel reads CPU inputs in place (zero copy where the memory is 64-byte aligned,
+    one copy where it is not) and writes fresh outputs: inputs at a 4-byte offset into their
+    storage, transposed (non-contiguous) inputs, and aligned ones give the same results, and
+    the inputs are left unchanged."""
+    xs = inputs(name, torch.float32, seed=3)
+    want = TORCH_MATH[name](*xs)
+    # The same values 4 bytes into a larger storage: not 64-byte aligned.
+    shifted = [torch.cat([torch.zeros(1), x.flatten()])[1:].view(x.shape) for x in xs]
+    assert all(s.data_ptr() % 64 != 0 for s in shifted)
+    # The same values as the transpose of a transposed copy: not contiguous.
+    strided = [x.t().contiguous().t() if x.dim() == 2 else x for x in xs]
+    before = [x.clone() for x in xs]
+    for args in (xs, shifted, strided):
+        got = op(name)(*args)
+        assert torch.allclose(got, want, rtol=2e-5, atol=2e-5), name
+        assert all(got.data_ptr() != a.data_ptr() for a in args)
+    assert all(torch.equal(a, b) for a, b in zip(xs, before))
+
+
 class Block(torch.nn.Module):
     """A module using kernel ops between torch ops."""
 
@@ -146,6 +167,27 @@ def test_the_example_runs():
     assert out.returncode == 0, out.stderr[-2000:]
     diffs = [float(line.rsplit(":", 1)[1]) for line in out.stdout.splitlines() if "max |diff|" in line]
     assert len(diffs) == 2 and all(d < 1e-5 for d in diffs), out.stdout
+
+
+def test_kernel_ops_on_the_interpreter_device():
+    """TESSERA_DEVICE=interp runs kernel ops on the reference interpreter (its own process:
+    the device is chosen once per process)."""
+    import subprocess
+    import sys
+
+    script = """
+import torch, tessera.torch
+g = torch.Generator().manual_seed(0)
+x, y = torch.randn(16, 256, generator=g), torch.randn(16, 256, generator=g)
+assert torch.equal(torch.ops.tessera.add(x, y), x + y)
+b = x.bfloat16()
+err = (torch.ops.tessera.softmax(b).double() - torch.softmax(b.double(), -1)).abs().max().item()
+assert err < 1e-2, err
+print("ok")
+"""
+    env = dict(os.environ, TESSERA_DEVICE="interp")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
 
 
 @pytest.mark.parametrize("name", KERNELS)

@@ -15,9 +15,10 @@ pub struct Buffer {
     raw: *mut ffi::PJRT_Buffer,
     dtype: DType,
     shape: Vec<usize>,
-    /// Zero-copy uploads: the host memory the buffer aliases, and the event PJRT fires once the
-    /// buffer no longer uses it.
-    aliased: Option<(Arc<AlignedBytes>, *mut ffi::PJRT_Event)>,
+    /// Zero-copy uploads: the host memory the buffer aliases (owned here, or the caller's for
+    /// [`crate::Client::upload_aliasing`]), and the event PJRT fires once the buffer no longer
+    /// uses it.
+    aliased: Option<(Option<Arc<AlignedBytes>>, *mut ffi::PJRT_Event)>,
 }
 
 // SAFETY: PJRT buffers may be used and freed from any thread.
@@ -56,7 +57,7 @@ impl Buffer {
         dtype: DType,
         shape: Vec<usize>,
         done: *mut ffi::PJRT_Event,
-        bytes: Arc<AlignedBytes>,
+        bytes: Option<Arc<AlignedBytes>>,
     ) -> Buffer {
         Buffer {
             client,
@@ -108,21 +109,40 @@ impl Buffer {
     /// Copies the buffer to the host, waiting for any computation producing it. A result
     /// larger than the host can hold is an error naming its size, not an abort.
     pub fn to_host(&self) -> Result<HostTensor> {
-        self.client.check_process()?;
-        let api = self.client.plugin.api();
         let len = host::byte_len(self.dtype, &self.shape)?;
         let mut bytes = host::try_zeroed_bytes(self.dtype, &self.shape, len)?;
-        let mut a: ffi::PJRT_Buffer_ToHostBuffer_Args = ffi::args();
-        a.src = self.raw;
-        a.dst = bytes.as_mut_ptr() as *mut _;
-        a.dst_size = len;
-        pjrt!(api, PJRT_Buffer_ToHostBuffer, &mut a)?;
-        await_event(api, a.event)?;
+        self.to_host_into(&mut bytes)?;
         Ok(HostTensor::from_bytes(
             self.dtype,
             self.shape.clone(),
             bytes,
         )?)
+    }
+
+    /// Copies the buffer into `dst` (row-major, exactly the buffer's size), waiting for any
+    /// computation producing it: a download into memory the caller owns, e.g. a torch tensor's.
+    pub fn to_host_into(&self, dst: &mut [u8]) -> Result<()> {
+        self.client.check_process()?;
+        let len = host::byte_len(self.dtype, &self.shape)?;
+        if dst.len() != len {
+            return Err(tessera_lowering::HostTensorError::ByteLength {
+                dtype: self.dtype,
+                shape: self.shape.clone(),
+                expected: len,
+                got: dst.len(),
+            }
+            .into());
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let api = self.client.plugin.api();
+        let mut a: ffi::PJRT_Buffer_ToHostBuffer_Args = ffi::args();
+        a.src = self.raw;
+        a.dst = dst.as_mut_ptr() as *mut _;
+        a.dst_size = len;
+        pjrt!(api, PJRT_Buffer_ToHostBuffer, &mut a)?;
+        await_event(api, a.event)
     }
 
     /// Waits until the buffer's value is computed; reports an execution error if there was one.

@@ -233,7 +233,12 @@ impl Client {
 
     /// Copies a host tensor to the device.
     pub fn upload(&self, t: &HostTensor) -> Result<Buffer> {
-        self.upload_raw(t.dtype(), t.shape(), t.bytes().as_ptr(), None)
+        self.upload_raw(
+            t.dtype(),
+            t.shape(),
+            t.bytes().as_ptr(),
+            HostMemory::CopiedDuringCall,
+        )
     }
 
     /// Uploads without a copy where the platform allows it (the CPU plugin aliases 64-byte
@@ -257,7 +262,35 @@ impl Client {
         let ptr = bytes.as_ptr();
         let zero_copy = self.inner().platform_name == "cpu"
             && (ptr as usize).is_multiple_of(AlignedBytes::ALIGN);
-        self.upload_raw(dtype, shape, ptr, zero_copy.then_some(bytes))
+        let memory = if zero_copy {
+            HostMemory::Aliased(Some(bytes))
+        } else {
+            HostMemory::CopiedDuringCall
+        };
+        self.upload_raw(dtype, shape, ptr, memory)
+    }
+
+    /// Uploads `data` (row-major `dtype[shape]`) without a copy where the platform allows it
+    /// (the CPU plugin, 64-byte aligned memory), else with one during this call: how a
+    /// caller's own memory (a torch tensor's) becomes a kernel's input.
+    ///
+    /// # Safety
+    /// `data` points to `byte_len(dtype, shape)` readable bytes that stay alive and unchanged
+    /// until the returned buffer is dropped.
+    pub unsafe fn upload_aliasing(
+        &self,
+        dtype: DType,
+        shape: &[usize],
+        data: *const u8,
+    ) -> Result<Buffer> {
+        let zero_copy = self.inner().platform_name == "cpu"
+            && (data as usize).is_multiple_of(AlignedBytes::ALIGN);
+        let memory = if zero_copy {
+            HostMemory::Aliased(None)
+        } else {
+            HostMemory::CopiedDuringCall
+        };
+        self.upload_raw(dtype, shape, data, memory)
     }
 
     fn upload_raw(
@@ -265,7 +298,7 @@ impl Client {
         dtype: DType,
         shape: &[usize],
         data: *const u8,
-        keep_alive: Option<Arc<AlignedBytes>>,
+        memory: HostMemory,
     ) -> Result<Buffer> {
         self.inner().check_process()?;
         let api = self.inner().plugin.api();
@@ -276,16 +309,16 @@ impl Client {
         a.type_ = to_pjrt(dtype);
         a.dims = dims.as_ptr();
         a.num_dims = dims.len();
-        a.host_buffer_semantics = if keep_alive.is_some() {
+        a.host_buffer_semantics = if matches!(memory, HostMemory::Aliased(_)) {
             ffi::PJRT_HostBufferSemantics::PJRT_HostBufferSemantics_kImmutableZeroCopy
         } else {
             ffi::PJRT_HostBufferSemantics::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall
         };
         a.device = self.inner().device;
         pjrt!(api, PJRT_Client_BufferFromHostBuffer, &mut a)?;
-        match keep_alive {
+        match memory {
             // In zero-copy mode the event fires only when the buffer is destroyed: keep it.
-            Some(bytes) => Ok(Buffer::from_raw_zero_copy(
+            HostMemory::Aliased(bytes) => Ok(Buffer::from_raw_zero_copy(
                 self.inner().clone(),
                 a.buffer,
                 dtype,
@@ -293,7 +326,7 @@ impl Client {
                 a.done_with_host_buffer,
                 bytes,
             )),
-            None => {
+            HostMemory::CopiedDuringCall => {
                 await_event(api, a.done_with_host_buffer)?;
                 Ok(Buffer::from_raw(
                     self.inner().clone(),
@@ -304,6 +337,15 @@ impl Client {
             }
         }
     }
+}
+
+/// How an upload treats the host memory it reads.
+enum HostMemory {
+    /// PJRT copies it before the upload returns.
+    CopiedDuringCall,
+    /// The buffer aliases it until dropped; these bytes are kept alive with it (None: the
+    /// caller keeps the memory alive, see `upload_aliasing`).
+    Aliased(Option<Arc<AlignedBytes>>),
 }
 
 fn describe_device(api: &ffi::PJRT_Api, d: *mut ffi::PJRT_Device) -> Result<DeviceInfo> {

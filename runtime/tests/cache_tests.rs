@@ -54,6 +54,26 @@ fn zero_copy_upload_aliases_aligned_host_memory_and_reads_back() {
     );
 }
 
+#[test]
+fn caller_memory_uploads_in_place_or_copied_and_downloads_into_caller_memory() {
+    let c = common::cpu();
+    let vals: Vec<f32> = (0..257).map(|i| i as f32 - 100.0).collect();
+    let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let host = tessera_runtime::AlignedBytes::from_slice(&bytes);
+    // At the aligned start the CPU plugin aliases the memory; 4 bytes in it must copy. Both
+    // read back the values there, into memory of the caller's.
+    for (skip, n) in [(0, 257), (1, 256)] {
+        let data = host.as_slice()[skip * 4..].as_ptr();
+        // SAFETY: `host` outlives `buf` and is not written while it lives.
+        let buf = unsafe { c.upload_aliasing(tessera_runtime::DType::F32, &[n], data) }.unwrap();
+        let mut out = vec![0u8; n * 4];
+        buf.to_host_into(&mut out).unwrap();
+        assert_eq!(out, bytes[skip * 4..]);
+        let err = buf.to_host_into(&mut out[4..]).unwrap_err();
+        assert!(err.to_string().contains("got"), "{err}");
+    }
+}
+
 fn negate(k: usize) -> String {
     format!(
         "module @n{k} {{\n  func.func public @main(%x: tensor<{k}xf32>) -> tensor<{k}xf32> {{\n    %0 = stablehlo.negate %x : tensor<{k}xf32>\n    return %0 : tensor<{k}xf32>\n  }}\n}}"
