@@ -155,8 +155,9 @@ impl Graph {
 }
 
 /// The structural key of a flush: per node its entry and argument sources, then the live
-/// results. Input buffers are named by first use, so their identity does not matter.
-fn key_of(g: &Graph, live: &[(u32, u32)]) -> Vec<u64> {
+/// results and the donations. Input buffers are named by first use, so their identity does
+/// not matter.
+fn key_of(g: &Graph, live: &[(u32, u32)], aliases: &[(usize, usize)]) -> Vec<u64> {
     let mut k = Vec::with_capacity(g.nodes.len() * 4 + live.len() + 2);
     k.push(g.inputs.len() as u64);
     for n in &g.nodes {
@@ -171,14 +172,18 @@ fn key_of(g: &Graph, live: &[(u32, u32)]) -> Vec<u64> {
     }
     k.push(u64::MAX);
     k.extend(live.iter().map(|&(n, o)| ((n as u64) << 24) | o as u64));
+    k.push(u64::MAX);
+    k.extend(aliases.iter().map(|&(i, r)| ((i as u64) << 32) | r as u64));
     k
 }
 
 /// Lowers every node of `g` into one function returning the `live` results, then the flags
-/// of its data checks (returned with their op names).
+/// of its data checks (returned with their op names); `aliases` (input, live result) pairs
+/// may share memory ([`crate::donation`]).
 fn build_module(
     g: &Graph,
     live: &[(u32, u32)],
+    aliases: &[(usize, usize)],
     device: DeviceKind,
 ) -> Result<(String, Vec<(String, CheckKind)>)> {
     let mut cx = Lower::new(0, device);
@@ -208,6 +213,9 @@ fn build_module(
         check_ops.resize(cx.checks.len(), n.entry.op().full_name());
     }
     let checks = std::mem::take(&mut cx.checks);
+    for &(input, result) in aliases {
+        cx.f.alias_output(input, result);
+    }
     let outs: Vec<&Value> = live
         .iter()
         .map(|&(n, o)| &vals[n as usize][o as usize])
@@ -254,7 +262,13 @@ impl Runtime {
         if live.is_empty() {
             return Ok(None);
         }
-        match self.run_fused(&g, &live) {
+        // A compiled function's trace replays the graph's inputs: none may be consumed.
+        let aliases = if reason == FlushReason::Compiled {
+            Vec::new()
+        } else {
+            crate::donation::aliases(&g, &live)
+        };
+        match self.run_fused(&g, &live, &aliases) {
             Ok((exe, bufs, checks)) => {
                 for (r, s) in &holders {
                     let at = live
@@ -283,8 +297,13 @@ impl Runtime {
         }
     }
 
-    fn run_fused(&mut self, g: &Graph, live: &[(u32, u32)]) -> Result<FusedRun> {
-        let key = key_of(g, live);
+    fn run_fused(
+        &mut self,
+        g: &Graph,
+        live: &[(u32, u32)],
+        aliases: &[(usize, usize)],
+    ) -> Result<FusedRun> {
+        let key = key_of(g, live, aliases);
         let cached = fused_cache()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -296,7 +315,7 @@ impl Runtime {
                 f
             }
             None => {
-                let (text, checks) = build_module(g, live, self.kind)?;
+                let (text, checks) = build_module(g, live, aliases, self.kind)?;
                 dump(&text);
                 let exe = self
                     .client
@@ -316,11 +335,13 @@ impl Runtime {
         };
         let refs: Vec<&Buffer> = g.inputs.iter().map(|b| &**b).collect();
         let start = Instant::now();
-        let outs = fused.exe.execute(&refs);
+        let donated = crate::donation::donatable(g, aliases);
+        let outs = fused.exe.execute_donating(&refs, &donated);
         let nanos = start.elapsed().as_nanos() as u64;
         count(g.mode, |s| {
             s.launches += 1;
             s.execute_nanos += nanos;
+            s.donated += donated.len() as u64;
         });
         let outs = outs.map_err(|e| fused_error(g, &e.to_string()))?;
         if g.mode == EagerMode::Debug {

@@ -24,6 +24,7 @@
 
 mod cache;
 mod compiled;
+mod donation;
 mod error;
 mod graph;
 mod methods;

@@ -36,6 +36,8 @@ pub struct ModeStats {
     pub cache_hits: u64,
     pub bytes_to_device: u64,
     pub bytes_to_host: u64,
+    /// Input buffers a fused program took over for a result ([`crate::donation`]).
+    pub donated: u64,
     pub flushes: BTreeMap<FlushReason, u64>,
     /// Time spent inside PJRT's execute call (the rest of an op call is host overhead).
     pub execute_nanos: u64,
@@ -71,6 +73,9 @@ impl std::fmt::Display for Stats {
                 "eager {m}: {} op(s), {} launch(es), {} compile(s), {} cache hit(s), {} B to device, {} B to host",
                 s.ops, s.launches, s.compiles, s.cache_hits, s.bytes_to_device, s.bytes_to_host
             )?;
+            if s.donated > 0 {
+                write!(f, ", {} buffer(s) donated", s.donated)?;
+            }
             if !s.flushes.is_empty() {
                 write!(f, ", flushes {:?}", s.flushes)?;
             }

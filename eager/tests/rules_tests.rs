@@ -67,9 +67,10 @@ fn a_loop_without_syncs_is_cut_at_the_same_place_and_compiles_once() {
     let (x, y0) = (dev(&xh), dev(&yh));
     set_max_pending_ops(30);
     let (y, s) = defer_stats(|| {
-        // (Starting from `x` itself would make the first graph read one buffer twice: a
-        // different program.)
-        let mut y = y0.clone();
+        // (Starting from `x` itself would make the first graph read one buffer twice, and
+        // from a clone of `y0` would leave its first input held by a tensor, not donated:
+        // different programs.)
+        let mut y = y0;
         for _ in 0..80 {
             // Four ops a step: past 30 ops the graph is cut at 32, a whole number of steps.
             y = y

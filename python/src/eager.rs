@@ -199,7 +199,7 @@ fn eager_manual_seed(seed: u64) {
 }
 
 /// This thread's eager counters: `{mode: {ops, launches, compiles, cache_hits,
-/// bytes_to_device, bytes_to_host, flushes, execute_nanos}}` for every mode.
+/// bytes_to_device, bytes_to_host, donated, flushes, execute_nanos}}` for every mode.
 #[pyfunction]
 fn eager_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
     let s = tessera_eager::stats();
@@ -213,6 +213,7 @@ fn eager_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
         d.set_item("cache_hits", ms.cache_hits)?;
         d.set_item("bytes_to_device", ms.bytes_to_device)?;
         d.set_item("bytes_to_host", ms.bytes_to_host)?;
+        d.set_item("donated", ms.donated)?;
         d.set_item("flushes", ms.flushes_total())?;
         d.set_item("execute_nanos", ms.execute_nanos)?;
         all.set_item(m.name(), d)?;

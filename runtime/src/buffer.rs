@@ -95,6 +95,11 @@ impl Buffer {
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
+    /// Whether the buffer aliases host memory (a zero-copy upload): such a buffer is never
+    /// donated, or a program would write into that memory.
+    pub fn aliases_host(&self) -> bool {
+        self.aliased.is_some()
+    }
     /// The platform the buffer lives on (`cpu`, `tpu`, `cuda`).
     pub fn platform_name(&self) -> &str {
         &self.client.platform_name

@@ -166,8 +166,16 @@ impl Executable {
 
     /// Launches the program. Returns at once with the output buffers; their values become
     /// ready asynchronously (`Buffer::to_host` and `block_until_ready` wait). Inputs stay
-    /// valid and can be passed again.
+    /// valid and can be passed again (none is donated, even to a module that aliases one).
     pub fn execute(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
+        self.execute_donating(inputs, &[])
+    }
+
+    /// As `execute`, donating the inputs at `donated` (indices): an output the module aliases
+    /// to one (`tf.aliasing_output`) may take its memory instead of new memory. A donated
+    /// buffer is consumed: any later use of it is an error PJRT reports ("deleted or
+    /// donated"), so donate only buffers nothing else holds.
+    pub fn execute_donating(&self, inputs: &[&Buffer], donated: &[usize]) -> Result<Vec<Buffer>> {
         self.client.check_process()?;
         self.check_inputs(inputs)?;
         self.check_output_memory()?;
@@ -176,7 +184,13 @@ impl Executable {
         let arg_lists: [*const *mut ffi::PJRT_Buffer; 1] = [args.as_ptr()];
         let mut outs: Vec<*mut ffi::PJRT_Buffer> = vec![std::ptr::null_mut(); self.num_outputs];
         let out_lists: [*mut *mut ffi::PJRT_Buffer; 1] = [outs.as_mut_ptr()];
+        let kept: Vec<i64> = (0..inputs.len())
+            .filter(|i| !donated.contains(i))
+            .map(|i| i as i64)
+            .collect();
         let mut opts: ffi::PJRT_ExecuteOptions = ffi::args();
+        opts.non_donatable_input_indices = kept.as_ptr();
+        opts.num_non_donatable_input_indices = kept.len();
         let mut a: ffi::PJRT_LoadedExecutable_Execute_Args = ffi::args();
         a.executable = self.raw;
         a.options = &mut opts;

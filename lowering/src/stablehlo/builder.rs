@@ -61,6 +61,9 @@ pub struct FuncBuilder {
     /// The user's location printed after each op (kernels set it per IR op); None prints
     /// none, as for the ATen ops' modules.
     loc: Option<Loc>,
+    /// (argument index, result index): the result may reuse the donated argument's memory
+    /// (`tf.aliasing_output`, as JAX marks donated arguments).
+    aliases: Vec<(usize, usize)>,
 }
 
 impl Default for FuncBuilder {
@@ -87,6 +90,7 @@ impl FuncBuilder {
             next_scope: 1,
             callees: Vec::new(),
             loc: None,
+            aliases: Vec::new(),
         }
     }
 
@@ -108,16 +112,40 @@ impl FuncBuilder {
         &self.args
     }
 
+    /// Lets result `result` reuse argument `arg`'s memory when the caller donates it (the
+    /// two must have the same type; `finish` checks).
+    pub fn alias_output(&mut self, arg: usize, result: usize) {
+        self.aliases.push((arg, result));
+    }
+
     /// Closes the function with `results` as its return values and prints the module.
     pub fn finish(mut self, results: &[&Value]) -> Result<Module, BuildError> {
         self.check_visible("func.return", results)?;
         let types: Vec<String> = results.iter().map(|v| v.ty.to_string()).collect();
         let ret = self.terminator("func.return", results);
         self.blocks[0].lines.extend(ret);
+        for &(arg, result) in &self.aliases {
+            let (a, r) = (self.args.get(arg), results.get(result));
+            if a.zip(r).is_none_or(|(a, r)| a.ty != r.ty) {
+                return Err(BuildError::Alias {
+                    arg,
+                    result,
+                    args: self.args.len(),
+                    results: results.len(),
+                });
+            }
+        }
         let sig: Vec<String> = self
             .args
             .iter()
-            .map(|a| format!("{}: {}", self.names[a.id as usize], a.ty))
+            .enumerate()
+            .map(|(i, a)| {
+                let alias = match self.aliases.iter().find(|(arg, _)| *arg == i) {
+                    Some((_, r)) => format!(" {{tf.aliasing_output = {r} : i32}}"),
+                    None => String::new(),
+                };
+                format!("{}: {}{alias}", self.names[a.id as usize], a.ty)
+            })
             .collect();
         let mut text = String::from("module {\n");
         text += &format!(

@@ -34,6 +34,13 @@ pub enum BuildError {
         value: String,
         dtype: DType,
     },
+    #[error("aliasing argument {arg} to result {result}: they must exist (of {args} arguments, {results} results) and have the same type")]
+    Alias {
+        arg: usize,
+        result: usize,
+        args: usize,
+        results: usize,
+    },
     #[error("{op}: value %{id} is not visible here (defined inside another region, or by another builder)")]
     NotVisible { op: &'static str, id: u32 },
     #[error("{op}: region yields {got:?}, expected {expected:?}")]
