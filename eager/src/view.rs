@@ -22,6 +22,9 @@ enum Inverse {
     Permute(Vec<i64>),
     /// Reshape back to the step's input shape.
     Reshape,
+    /// None: a view several of whose elements are one element of its input (`expand` along
+    /// a broadcast dim); PyTorch refuses writes through it, and so does this.
+    ReadOnly,
 }
 
 #[derive(Clone, Debug)]
@@ -57,6 +60,23 @@ fn inverse_of(schema: &OpSchema, b: &Bound<Tensor>, input: &TensorType) -> Optio
     Some(match (schema.name, schema.overload) {
         ("select", "int") => Inverse::Scatter("select_scatter"),
         ("slice", "Tensor") => Inverse::Scatter("slice_scatter"),
+        ("diagonal", "") => Inverse::Scatter("diagonal_scatter"),
+        // `as_strided`'s sizes and strides address the storage: a base tensor's value here
+        // (contiguous, offset 0); of a view it copies.
+        ("as_strided", "") if !is_view_arg(b) => Inverse::Scatter("as_strided_scatter"),
+        ("expand", "") => {
+            let size = ints(&b.values[1]);
+            let lead = size.len() as i64 - rank;
+            let broadcasts = size.iter().enumerate().any(|(i, &n)| {
+                let d = i as i64 - lead;
+                n > 1 && (d < 0 || input.shape[d as usize] as i64 != n)
+            });
+            if broadcasts {
+                Inverse::ReadOnly
+            } else {
+                Inverse::Reshape
+            }
+        }
         ("t", "") | ("transpose", "int") | ("permute", "") => {
             let mut perm: Vec<i64> = (0..rank).collect();
             match schema.name {
@@ -84,22 +104,26 @@ fn inverse_of(schema: &OpSchema, b: &Bound<Tensor>, input: &TensorType) -> Optio
         | ("squeeze", "" | "dim" | "dims") => Inverse::Reshape,
         // `reshape` is a view of a base tensor (contiguous here); of a view it copies, as
         // PyTorch does for non-contiguous inputs.
-        ("reshape", "")
-            if b.values
-                .first()
-                .is_some_and(|v| matches!(v, ArgValue::Tensor(t) if !t.is_view())) =>
-        {
-            Inverse::Reshape
-        }
+        ("reshape", "") if !is_view_arg(b) => Inverse::Reshape,
         _ => return None,
     })
 }
 
+/// Whether the call's `self` is a view (not a base tensor).
+fn is_view_arg(b: &Bound<Tensor>) -> bool {
+    !b.values
+        .first()
+        .is_some_and(|v| matches!(v, ArgValue::Tensor(t) if !t.is_view()))
+}
+
 /// If the call is a view op, the view of its input (no program runs; `entry` gave its type).
 pub(crate) fn as_view(entry: &OpEntry, b: &Bound<Tensor>) -> Result<Option<Tensor>> {
-    const VIEW_OPS: [&str; 12] = [
+    const VIEW_OPS: [&str; 15] = [
         "select",
         "slice",
+        "diagonal",
+        "as_strided",
+        "expand",
         "t",
         "transpose",
         "permute",
@@ -131,7 +155,14 @@ pub(crate) fn as_view(entry: &OpEntry, b: &Bound<Tensor>) -> Result<Option<Tenso
         .unwrap_or_default();
     steps.push(Step {
         schema: b.schema,
-        rest: b.values[1..].to_vec(),
+        // Positional only: the step is replayed positionally (`expand`'s `implicit` is a
+        // keyword argument that changes nothing here).
+        rest: b.values[1..]
+            .iter()
+            .zip(&b.schema.args[1..])
+            .filter(|(_, a)| !a.kwarg_only)
+            .map(|(v, _)| v.clone())
+            .collect(),
         input,
         inverse,
     });
@@ -188,6 +219,12 @@ pub(crate) fn write_back(rt: &mut Runtime, target: &Tensor, src: &Tensor) -> Res
                 vec![ArgValue::Tensor(cur), ArgValue::IntList(p.clone())],
                 false,
             )?,
+            Inverse::ReadOnly => {
+                return Err(EagerError::Usage(format!(
+                    "{}: unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.",
+                    step.schema.full_name()
+                )))
+            }
             Inverse::Reshape => {
                 let shape = step.input.shape.iter().map(|&d| d as i64).collect();
                 rt.call_op(

@@ -102,3 +102,53 @@ fn inplace_on_a_plain_tensor_is_seen_by_its_aliases() {
         assert_eq!(b.to_f64_vec().unwrap(), vec![0., 1., 2.], "{m}");
     }
 }
+
+/// The one tensor result of `op`.
+fn view_op(op: &str, args: Vec<ArgValue<Tensor>>) -> Result<Tensor> {
+    match call(op, args, vec![])?.into_iter().next() {
+        Some(Output::Tensor(t)) => Ok(t),
+        _ => panic!("{op}: not a tensor"),
+    }
+}
+
+#[test]
+fn diagonal_as_strided_and_expand_views_alias_their_base() {
+    use ArgValue as A;
+    for m in MODES {
+        let (x, d, a, y, e) = in_mode(m, || {
+            let x = iota(&[3, 3]);
+            let d = view_op(
+                "diagonal",
+                vec![(&x).into(), A::Int(0), A::Int(0), A::Int(1)],
+            )
+            .unwrap();
+            assert!(d.is_view() && d.shares_storage(&x));
+            d.add_scalar_(100.0).unwrap(); // x's diagonal += 100
+                                           // Elements 1 and 5 of x's storage.
+            let s = vec![
+                (&x).into(),
+                A::IntList(vec![2]),
+                A::IntList(vec![4]),
+                A::Int(1),
+            ];
+            let a = view_op("as_strided", s).unwrap();
+            a.mul_scalar_(-1.0).unwrap();
+            let y = iota(&[1, 3]);
+            let e = view_op("expand", vec![(&y).into(), A::IntList(vec![2, 3])]).unwrap();
+            y.add_scalar_(1.0).unwrap(); // seen through the expanded view
+            (x, d, a, y, e)
+        });
+        let want_x = vec![100., -1., 2., 3., 104., -5., 6., 7., 108.];
+        assert_eq!(x.to_f64_vec().unwrap(), want_x, "{m}");
+        assert_eq!(d.to_f64_vec().unwrap(), vec![100., 104., 108.], "{m}");
+        assert_eq!(a.to_f64_vec().unwrap(), vec![-1., -5.], "{m}");
+        assert_eq!(e.to_f64_vec().unwrap(), vec![1., 2., 3., 1., 2., 3.], "{m}");
+        // Writing through a broadcast makes several elements one: refused, as torch does.
+        let err = in_mode(m, || e.add_scalar_(1.0).map(|_| ()).unwrap_err());
+        assert!(
+            err.to_string().contains("more than one element"),
+            "{m}: {err}"
+        );
+        assert_eq!(y.to_f64_vec().unwrap(), vec![1., 2., 3.], "{m}");
+    }
+}

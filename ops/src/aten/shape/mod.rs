@@ -100,6 +100,7 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("diag_embed", diag::diag_embed),
     ("diag", diag::diag),
     ("diagonal_scatter", diag::diagonal_scatter),
+    ("as_strided_scatter", views::as_strided_scatter),
     ("diagonal_backward", diag::diagonal_backward),
     ("tril", |cx, a| misc::tri(cx, a, true)),
     ("triu", |cx, a| misc::tri(cx, a, false)),

@@ -311,8 +311,10 @@ pub(crate) fn diagonal_value(
     Ok(slice_dim(cx, &sq, r - 2, 0, len * len, len + 1)?)
 }
 
-pub(super) fn as_strided(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
-    let x = a.tensor("self")?;
+/// The flat positions in `x`'s elements (row-major, as its storage for a contiguous
+/// tensor) that `as_strided(x, size, stride, storage_offset)` reads, as an i64 tensor of the
+/// view's shape (None when the view is empty), and that shape. torch's checks and messages.
+fn strided_positions(cx: &mut Lower, a: &Args, x: &Value) -> LowerResult<(Option<Value>, Vec<usize>)> {
     let size = a.int_list("size")?;
     let stride = a.int_list("stride")?;
     let offset = a.opt_int("storage_offset")?.unwrap_or(0);
@@ -348,9 +350,8 @@ pub(super) fn as_strided(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         )));
     }
     if n == 0 {
-        return one(zeros(cx, &shape, x.dtype())?);
+        return Ok((None, shape));
     }
-    let flat = cx.reshape(&x, &[numel])?;
     let mut idx = i64_full(cx, &shape, offset)?;
     for (d, &st) in stride.iter().enumerate() {
         if st == 0 || shape[d] == 1 {
@@ -361,5 +362,37 @@ pub(super) fn as_strided(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         let term = cx.mul(&io, &k)?;
         idx = cx.add(&idx, &term)?;
     }
+    Ok((Some(idx), shape))
+}
+
+pub(super) fn as_strided(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let (idx, shape) = strided_positions(cx, a, &x)?;
+    let Some(idx) = idx else {
+        return one(zeros(cx, &shape, x.dtype())?);
+    };
+    let flat = cx.reshape(&x, &[x.ty().num_elements()])?;
     one(gather_points(cx, &flat, &[idx], &shape)?)
+}
+
+/// `as_strided_scatter(self, src, size, stride, storage_offset)`: `self` (contiguous) with
+/// `src` written where `as_strided` with these arguments reads (overlapping positions get
+/// one of their values, as torch leaves them unspecified).
+pub(super) fn as_strided_scatter(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let src = a.tensor("src")?;
+    let (idx, shape) = strided_positions(cx, a, &x)?;
+    if src.shape() != shape.as_slice() {
+        return Err(LowerError::invalid(format!(
+            "expected src to have a size equal to the slice of self. src size = {:?}, slice size = {shape:?}",
+            src.shape()
+        )));
+    }
+    let Some(idx) = idx else {
+        return one(x);
+    };
+    let src = cx.convert(&src, x.dtype())?;
+    let flat = cx.reshape(&x, &[x.ty().num_elements()])?;
+    let out = crate::aten::indexing::points::scatter_points(cx, &flat, &[idx], &shape, &src, crate::aten::indexing::points::Combine::Replace)?;
+    one(cx.reshape(&out, x.shape())?)
 }
