@@ -47,10 +47,15 @@ def _check_tensors(kernel, tensors):
 
 
 def _run(kernel, library, tensors):
-    _check_tensors(kernel, tensors)
     # DLPack refuses tensors that require grad; the kernel reads contiguous memory in place.
-    ts = [t.detach().contiguous() for t in tensors]
-    outs = _native.kernel_run(kernel, ts) if library is None else _native.library_run(library, kernel, ts)
+    ts = [t if t.is_contiguous() and not t.requires_grad else t.detach().contiguous() for t in tensors]
+    try:
+        outs = _native.kernel_run(kernel, ts) if library is None else _native.library_run(library, kernel, ts)
+    except _native.ArgumentError:
+        # The native checks name the kernel and the input; these name the problem in torch's
+        # terms where one applies (checked only on failure: a cached call skips them).
+        _check_tensors(kernel, tensors)
+        raise
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
