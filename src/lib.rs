@@ -9,4 +9,4 @@ pub use tessera_runtime as runtime;
 
 pub mod cli;
 pub mod samples;
-pub mod tuning;
+pub use tessera_kernels::tuning;

@@ -14,6 +14,7 @@ mod problem;
 pub mod silu;
 pub mod softmax;
 mod spec;
+pub mod tuning;
 
 pub use check::{
     check, check_as, compare, random_inputs, tolerance, tolerance_for, CheckError, CheckReport,

@@ -26,15 +26,74 @@ fn find(name: &str) -> PyResult<&'static ShippedKernel> {
 }
 
 /// Traces `kernel` for inputs of `signature`: the launch the problem shape gives, checked
-/// against the inputs' dtypes and shapes. Errors name the kernel.
-fn trace(kernel: &ShippedKernel, signature: &[(DType, Vec<usize>)]) -> PyResult<KernelProgram> {
+/// against the inputs' dtypes and shapes. With a device, the launch's blocks are the
+/// autotuner's cached winner for this problem where there is one
+/// ([`tessera_kernels::tuning::launch_for`]); without (a fake implementation's output
+/// types, which no config changes), the shipped launch. Errors name the kernel.
+fn trace(
+    kernel: &ShippedKernel,
+    signature: &[(DType, Vec<usize>)],
+    device: Option<&Device>,
+) -> PyResult<KernelProgram> {
     let shapes: Vec<Vec<usize>> = signature.iter().map(|(_, s)| s.clone()).collect();
     let problem = kernel.problem_of(&shapes).map_err(ArgumentError::new_err)?;
-    let launch = (kernel.launch)(&problem)
-        .map_err(|e| ArgumentError::new_err(format!("kernel `{}`: {e}", kernel.name)))?;
+    let named = |e: String| ArgumentError::new_err(format!("kernel `{}`: {e}", kernel.name));
+    let launch = match (device, signature.first()) {
+        (Some(dev), Some((dtype, _))) if dev.kind() != DeviceKind::Interp => {
+            tessera_kernels::tuning::launch_for(
+                kernel,
+                &problem,
+                *dtype,
+                dev,
+                Form::Auto,
+                &cache_dir(),
+            )
+            .map_err(named)?
+            .0
+        }
+        _ => (kernel.launch)(&problem).map_err(named)?,
+    };
     launch
         .trace_program(signature)
-        .map_err(|e| ArgumentError::new_err(format!("kernel `{}`: {e}", kernel.name)))
+        .map_err(|e| named(e.to_string()))
+}
+
+/// Where `tessera tune` caches its winners (the autotune cache the launches read).
+fn cache_dir() -> std::path::PathBuf {
+    tessera_runtime::plugin_store::cache_dir()
+}
+
+/// The launch config a kernel op runs with on the current device for inputs of these dtypes
+/// and shapes: `{"config": "bm=.., ..", "source": "cached" | "default" | ..}`, or None for a
+/// kernel without tunables.
+#[pyfunction]
+pub fn kernel_launch_config(
+    py: Python<'_>,
+    name: &str,
+    inputs: Vec<(String, Vec<usize>)>,
+) -> PyResult<Option<Py<PyDict>>> {
+    let kernel = find(name)?;
+    let signature = signature(inputs)?;
+    let shapes: Vec<Vec<usize>> = signature.iter().map(|(_, s)| s.clone()).collect();
+    let problem = kernel.problem_of(&shapes).map_err(ArgumentError::new_err)?;
+    let dtype = signature.first().map_or(DType::F32, |(d, _)| *d);
+    let (_, config) = tessera_kernels::tuning::launch_for(
+        kernel,
+        &problem,
+        dtype,
+        device()?,
+        Form::Auto,
+        &cache_dir(),
+    )
+    .map_err(|e| ArgumentError::new_err(format!("kernel `{name}`: {e}")))?;
+    config
+        .map(|(c, source)| {
+            let d = PyDict::new(py);
+            d.set_item("config", c.to_string())?;
+            d.set_item("source", format!("{source:?}").to_lowercase())?;
+            Ok(d.unbind())
+        })
+        .transpose()
 }
 
 /// Compiled kernels by (kernel, input signature): a cached call neither re-traces the launch
@@ -57,7 +116,7 @@ fn executable(
     {
         return Ok(c.clone());
     }
-    let program = trace(kernel, signature)?;
+    let program = trace(kernel, signature, Some(dev))?;
     let exe = tessera_runtime::compile_program(&program, dev, Form::Auto)
         .map_err(|e| DeviceError::new_err(format!("kernel `{}`: {e}", kernel.name)))?;
     let outputs = program
@@ -103,7 +162,7 @@ pub fn kernel_meta(
 ) -> PyResult<Vec<(String, Vec<usize>)>> {
     let kernel = find(name)?;
     let signature = signature(inputs)?;
-    let program = trace(kernel, &signature)?;
+    let program = trace(kernel, &signature, None)?;
     Ok(program
         .outputs
         .iter()
@@ -126,7 +185,7 @@ pub fn kernel_run(
     let run_err =
         |e: tessera_runtime::RuntimeError| DeviceError::new_err(format!("kernel `{name}`: {e}"));
     if dev.kind() == DeviceKind::Interp {
-        let program = trace(kernel, &signature)?;
+        let program = trace(kernel, &signature, None)?;
         let inputs = inputs.to_host()?;
         let refs: Vec<&HostTensor> = inputs.iter().collect();
         let outputs = py

@@ -208,6 +208,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_list, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_meta, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_run, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_ops::kernel_launch_config, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_run_eager, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_meta, m)?)?;

@@ -169,6 +169,21 @@ def test_the_example_runs():
     assert len(diffs) == 2 and all(d < 1e-5 for d in diffs), out.stdout
 
 
+def test_launch_config_comes_from_the_autotune_cache_or_the_shipped_rule():
+    """Every shipped kernel has tunable blocks; a kernel op runs with the autotuner's cached
+    winner for its problem where `tessera tune` stored one, else the shipped launch's
+    (kernels/tests/tuned_launch_tests.rs checks the cache round trip)."""
+    from tessera import _native
+
+    for name in KERNELS:
+        sig = [("f32", list(s)) for s in SHAPES[name]]
+        c = _native.kernel_launch_config(name, sig)
+        assert c["source"] in ("default", "cache"), c
+        assert "=" in c["config"], c
+    with pytest.raises(tessera.ArgumentError, match="kernel `matmul`"):
+        _native.kernel_launch_config("matmul", [("f32", [16, 128]), ("f32", [64, 256])])
+
+
 def test_kernel_ops_on_the_interpreter_device():
     """TESSERA_DEVICE=interp runs kernel ops on the reference interpreter (its own process:
     the device is chosen once per process)."""

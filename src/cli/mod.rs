@@ -11,6 +11,7 @@ mod ops;
 mod plugin;
 mod run_mlir;
 mod tune;
+mod tune_plot;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

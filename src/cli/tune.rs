@@ -110,7 +110,7 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
     let plot = report.cache_path.as_ref().map(|p| p.with_extension("svg"));
     let plotted = plot
         .as_ref()
-        .map(|p| crate::tuning::plot_history(&report, p));
+        .map(|p| super::tune_plot::plot_history(&report, p));
     if args.json {
         println!("{}", json(&report));
     } else {

@@ -1,7 +1,7 @@
 //! Row-blocked kernels (softmax, layer norm): `br` whole rows per grid step.
 
 use super::{Block, Rule, TuningSpec};
-use tessera_kernels::{layer_norm::layer_norm, softmax::softmax};
+use crate::{layer_norm::layer_norm, softmax::softmax};
 use tessera_lowering::prelude::*;
 use tessera_lowering::trace::{KernelProgram, Launch};
 use tessera_runtime::autotune::Config;

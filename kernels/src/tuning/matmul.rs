@@ -1,7 +1,7 @@
 //! Matmul: block sizes bm, bn, bk of the `(m/bm, n/bn, k/bk)` grid.
 
 use super::{Block, Rule, TuningSpec};
-use tessera_kernels::matmul::launch_with_blocks;
+use crate::matmul::launch_with_blocks;
 use tessera_lowering::trace::{KernelProgram, Launch};
 use tessera_runtime::autotune::Config;
 

@@ -1,7 +1,7 @@
 //! Elementwise kernels (add, silu): `[br, bc]` blocks on a 2-D grid.
 
 use super::{Block, Rule, TuningSpec};
-use tessera_kernels::{add::add, silu::silu};
+use crate::{add::add, silu::silu};
 use tessera_lowering::prelude::*;
 use tessera_lowering::trace::{KernelProgram, Launch};
 use tessera_runtime::autotune::Config;

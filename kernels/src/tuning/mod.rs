@@ -11,17 +11,17 @@
 
 mod elementwise;
 mod matmul;
-mod plot;
 mod rows;
 
-pub use plot::plot_history;
-
-use tessera_kernels::ShippedKernel;
+use crate::ShippedKernel;
 use tessera_lowering::mosaic::checks::sublane_tile;
 use tessera_lowering::mosaic::{check_program, TpuGeneration};
 use tessera_lowering::trace::{KernelProgram, Launch};
 use tessera_lowering::{DType, HostTensor};
-use tessera_runtime::autotune::{Config, Space, Tunable, TunableKernel};
+use tessera_runtime::autotune::{
+    tune, AutotuneMode, Config, Source, Space, Tunable, TunableKernel, TuneOptions,
+};
+use tessera_runtime::Device;
 
 /// Why a kernel cannot be tuned on a problem.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +72,42 @@ const SPECS: [TuningSpec; 5] = [
     elementwise::SILU,
 ];
 
+/// The launch a kernel runs with on `shape` (`dtype` inputs) on `device`: the autotuner's
+/// winner for this problem, device and form cached under `cache_dir` (where `tessera tune`
+/// stores it: `tessera_runtime::plugin_store::cache_dir()`), else the shipped launch's own
+/// choice. Never measures unless
+/// `TESSERA_AUTOTUNE=full` says so (a call must not start a search by surprise); `off` skips
+/// the cache. Kernels without a tuning space take their shipped launch. Returns the launch
+/// and the config with where it came from (None for a kernel without a space).
+pub fn launch_for(
+    kernel: &ShippedKernel,
+    shape: &[usize],
+    dtype: DType,
+    device: &Device,
+    form: tessera_lowering::stablehlo::Form,
+    cache_dir: &std::path::Path,
+) -> Result<(Launch, Option<(Config, Source)>), String> {
+    let Some(spec) = SPECS.iter().find(|s| s.kernel == kernel.name) else {
+        return Ok(((kernel.launch)(shape)?, None));
+    };
+    let mode = match std::env::var("TESSERA_AUTOTUNE") {
+        Ok(v) if !v.trim().is_empty() => v
+            .parse()
+            .map_err(|e: tessera_runtime::autotune::TuneError| e.to_string())?,
+        _ => AutotuneMode::Cached,
+    };
+    let tuning = KernelTuning::for_generation(kernel.name, shape, dtype, TpuGeneration::V5e)
+        .map_err(|e| e.to_string())?;
+    let options = TuneOptions {
+        mode,
+        form,
+        ..TuneOptions::new(cache_dir)
+    };
+    let report = tune(&tuning, device, &options, &mut |_| {}).map_err(|e| e.to_string())?;
+    let launch = (spec.launch)(shape, &report.config)?;
+    Ok((launch, Some((report.config, report.source))))
+}
+
 /// Names of the kernels with a tuning space.
 pub fn tunable_kernels() -> Vec<&'static str> {
     SPECS.iter().map(|s| s.kernel).collect()
@@ -111,7 +147,7 @@ impl KernelTuning {
             .iter()
             .find(|s| s.kernel == kernel)
             .ok_or_else(no_space)?;
-        let shipped = tessera_kernels::find(kernel).ok_or_else(no_space)?;
+        let shipped = crate::find(kernel).ok_or_else(no_space)?;
         let problem = |reason: String| TuningError::Problem {
             kernel: kernel.to_string(),
             shape: shape.to_vec(),
@@ -225,12 +261,12 @@ impl TunableKernel for KernelTuning {
     }
 
     fn inputs(&self, index: usize) -> Vec<HostTensor> {
-        tessera_kernels::random_inputs(self.kernel, self.dtype, &self.shape, 1 + index as u64)
+        crate::random_inputs(self.kernel, self.dtype, &self.shape, 1 + index as u64)
     }
 
     /// Both outputs are within `tolerance_for` of the exact result, so within twice that
     /// of each other (floor 1e-4: f32 sums in another order differ by a few ulps).
     fn tolerance(&self) -> f64 {
-        (2.0 * tessera_kernels::tolerance_for(self.kernel, self.dtype, &self.shape)).max(1e-4)
+        (2.0 * crate::tolerance_for(self.kernel, self.dtype, &self.shape)).max(1e-4)
     }
 }
