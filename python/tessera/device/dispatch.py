@@ -16,7 +16,6 @@ from .tensor import (
     _check_dtype,
     _contiguous_strides,
     _counts,
-    _covers,
     _empty_memory_format,
     _empty_strided,
     _from_cpu,
@@ -375,8 +374,9 @@ def _run(func, sch, args, kwargs):
         if len(outs) == 1:
             return _from_native(outs[0])
         return tuple(_from_native(o) for o in outs)
-    # Written arguments: the eager runtime wrote into the values passed; a tensor that is not
-    # its whole storage gets the value written back into the storage.
+    # Written arguments: the eager runtime wrote into the values passed. A value that is a view
+    # of the tensor's storage (the whole storage, or an `as_strided` view of it) wrote through
+    # to it; any other (a copy) is written back into the storage here.
     for i, name in sch.writes:
         target = kwargs[name] if name in kwargs else args[i] if i < len(args) else None
         passed = nkw[name] if name in nkw else nargs[i] if i < len(nargs) else None
@@ -384,7 +384,7 @@ def _run(func, sch, args, kwargs):
         pairs = zip(target, passed) if isinstance(target, (list, tuple)) and isinstance(passed, (list, tuple)) else [(target, passed)]
         for t, p in pairs:
             if isinstance(t, TpuTensor) and isinstance(p, _native.EagerTensor):
-                if not _covers(t) or not p.shares_storage(t._storage_.value):
+                if not p.shares_storage(t._storage_.value):
                     _write(t, p)
     return _single(_returns(sch, args, kwargs, outs, _from_native))
 

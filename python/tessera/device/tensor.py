@@ -169,11 +169,6 @@ def _contiguous_strides(size):
     return list(reversed(strides))
 
 
-def _covers(t):
-    """Whether `t` is its whole storage, contiguous (then its value is the storage's value)."""
-    return t._full
-
-
 def _call(op, args, kwargs=None):
     _counts["device_ops"] += 1
     out = _native.eager_call(op, args, kwargs or {})
