@@ -538,3 +538,43 @@ fn a_kernel_checked_only_in_its_index_maps_matches_unless_a_block_is_out_of_boun
         ["`load_element`", "index map of `x`", "index map of `x`"]
     );
 }
+
+/// `o = x + 1`.
+#[tpu_kernel]
+fn plus_one(x: &Ref<f32>, o: &mut RefMut<f32>) {
+    o.store(x.load() + 1.0);
+}
+
+#[test]
+fn grids_too_large_to_check_at_trace_time_check_their_blocks_in_the_grid_loop_only() {
+    // 2^15 steps: more than the tracer evaluates index maps over. The batched form's maps are
+    // in-bounds re-layouts by construction, so its module has nothing to check; the grid
+    // loop's maps are run-time values and are checked when it runs.
+    let steps = 1 << 15;
+    let program = plus_one::launch()
+        .grid([steps])
+        .input(BlockSpec::new([ROWS, LANES], |i| (i, 0)))
+        .output(
+            BlockSpec::new([ROWS, LANES], |i| (i, 0)),
+            [steps * ROWS, LANES],
+        )
+        .trace_program(&[(DType::F32, vec![steps * ROWS, LANES])])
+        .expect("traces");
+    let auto = emit_kernel_checked(&program, Form::Auto).expect("emits");
+    assert!(auto.checks.is_empty());
+    assert_eq!(
+        auto.text,
+        emit_kernel_as(&program, Form::Auto).expect("emits")
+    );
+    let looped = emit_kernel_checked(&program, Form::GridLoop).expect("emits");
+    let kinds: Vec<String> = looped.checks.iter().map(|c| c.access.to_string()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "index map of `x`",
+            "index map of `x`",
+            "index map of `o`",
+            "index map of `o`"
+        ]
+    );
+}

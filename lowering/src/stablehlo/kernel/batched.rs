@@ -131,8 +131,8 @@ pub(super) fn dim_maps(plan: &Plan, o: &Operand) -> Result<Vec<DimMap>, String> 
     Ok(out)
 }
 
-/// The module, and its bounds checks when `checked` (then it returns their state last; the
-/// folded layout, which has no traced starts, is then not tried).
+/// The module, and the bounds checks of the body's traced starts when `checked` (then it
+/// returns their state last; the folded layout, which has no traced starts, is not tried).
 pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsCheck>), EmitError> {
     check_layout(plan).map_err(|reason| EmitError::NotBatchable {
         kernel: plan.name.to_string(),

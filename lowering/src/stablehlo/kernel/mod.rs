@@ -20,8 +20,8 @@
 //! where it is legal, else the grid loop.
 //!
 //! [`emit_kernel_checked`] emits the checked mode (`checks.rs`): traced starts are checked
-//! instead of clamped. It skips the accumulator contraction and the folded layout (neither
-//! has traced starts to check, and a launch with checks to do does not fit them).
+//! instead of clamped. A body with traced starts skips the accumulator contraction and the
+//! folded layout (neither translates one: they would not apply anyway).
 
 mod accumulate;
 mod batched;
@@ -90,23 +90,24 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
     let plan = plan_of(&program)?;
     plan.check()?;
     let checked = checked && checks::needs_checks(&plan);
-    let unchecked = |module: Option<_>| module.map(|m| (m, Vec::new()));
+    // The batched form and the contraction only take index maps that are in-bounds re-layouts
+    // (`batched::dim_maps`): only the body's traced starts are theirs to check.
+    let body_checked = checked && checks::has_dynamic_starts(&plan.body.body);
     let (module, checks) = match form {
         Form::GridLoop => grid_loop::emit(&plan, checked)?,
-        Form::Batched => batched::emit(&plan, checked)?,
+        Form::Batched => batched::emit(&plan, body_checked)?,
         Form::Auto if plan.parallel.contains(&false) => {
-            let contraction = if checked {
-                None
-            } else {
-                unchecked(accumulate::emit(&plan)?)
+            let contraction = match body_checked {
+                true => None,
+                false => accumulate::emit(&plan)?,
             };
             match contraction {
-                Some(module) => module,
+                Some(module) => (module, Vec::new()),
                 None => grid_loop::emit(&plan, checked)?,
             }
         }
         // Whether the batched form applies is only fully known once its body is translated.
-        Form::Auto => match batched::emit(&plan, checked) {
+        Form::Auto => match batched::emit(&plan, body_checked) {
             Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan, checked)?,
             other => other?,
         },
