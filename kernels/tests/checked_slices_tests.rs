@@ -130,6 +130,41 @@ fn a_load_slice_past_the_end_or_before_the_start_is_an_error_at_its_line() {
     );
 }
 
+/// `o = x[s .. s + 8]` if `start[1] > 0`, else `o = x[0 .. 8]`, with `s = start[0]`: the
+/// check state flows out of both branches of an `if`, inside a grid loop of two steps.
+#[tpu_kernel]
+fn load_rows_if(start: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
+    let s = start.load_scalar([0]);
+    o.store(x.load_slice((0, 0), [ROWS, LANES]));
+    if start.load_scalar([1]).gt(program_id(0)) {
+        o.store(x.load_slice((s, 0), [ROWS, LANES])); // IF SLICE
+    }
+}
+
+#[test]
+fn a_load_slice_out_of_bounds_in_a_branch_taken_is_an_error_at_its_line() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(10);
+    let x = random_f32(&mut rng, vec![BLOCKS * ROWS, LANES]);
+    let launch = load_rows_if::launch()
+        .grid([2])
+        .input(BlockSpec::new([BLOCKS * ROWS, LANES], |_| (0, 0)))
+        .output(BlockSpec::new([ROWS, LANES], |i| (i, 0)), [2 * ROWS, LANES])
+        .semantics([Arbitrary]);
+    // In bounds where the branch runs; out of bounds only where it never runs (start[1] = 0):
+    // no error, as on the interpreter.
+    for start in [[3, 2], [24, 1], [100, 0], [-5, 0]] {
+        matches_interp(&launch, &[&i32s(&start), &x], &LOOP_FORMS);
+    }
+    // Taken on step 0 only, where 29 is out of bounds.
+    fails_at(
+        &launch,
+        &[&i32s(&[29, 1]), &x],
+        &LOOP_FORMS,
+        "IF SLICE",
+        "`load_slice` start 29 out of bounds: window of 8 at dim 0 of a ref of shape [32, 128]",
+    );
+}
+
 #[test]
 fn checked_mode_off_keeps_the_clamping_of_dynamic_slice() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(2);
