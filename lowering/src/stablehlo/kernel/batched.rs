@@ -26,7 +26,7 @@
 //! step's ops run on the same block values, only many steps side by side.
 
 use super::body::BodyEmitter;
-use super::checks::{BoundsCheck, Checker};
+use super::checks::{BoundsCheck, Checker, STATE_LEN};
 use super::error::EmitError;
 use super::folded;
 use super::grid_loop::grid_indices;
@@ -221,7 +221,7 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
     let mut refs: Vec<&Value> = outs.iter().collect();
     let table = match checks {
         Some(c) => {
-            refs.extend(&carried[carried.len() - 2..]);
+            refs.extend(&carried[carried.len() - STATE_LEN..]);
             c.table
         }
         None => Vec::new(),

@@ -735,9 +735,10 @@ impl<'a> BodyEmitter<'a> {
 
     /// `while` as `stablehlo.while`; refs stored in the body are carried too (the condition
     /// stores nothing: the tracer rejects that). The condition must be the same in every
-    /// batched step. In checked mode a condition with traced starts is checked where its
-    /// region cannot report (it yields only the predicate): again at the top of each trip,
-    /// and once after the loop for its last, false evaluation.
+    /// batched step. In checked mode a condition with traced starts is checked outside its
+    /// region (which yields only the predicate): again at the top of each trip, and once
+    /// after the loop for its last, false evaluation; and the loop stops once a check has
+    /// failed (a condition reading a clamped window may never turn false).
     fn emit_while(
         &mut self,
         f: &mut FuncBuilder,

@@ -85,6 +85,9 @@ impl fmt::Display for Access {
     }
 }
 
+/// Values of the running state (`id`, `start`), which loops carry last.
+pub(super) const STATE_LEN: usize = 2;
+
 /// The checks emitted so far and the running `(id, start)` of the first failure.
 pub(super) struct Checker {
     pub(super) table: Vec<BoundsCheck>,
@@ -142,7 +145,7 @@ impl Checker {
         };
         let n = values
             .len()
-            .checked_sub(2)
+            .checked_sub(STATE_LEN)
             .ok_or_else(|| EmitError::internal("a loop lost its bounds-check state".into()))?;
         checks.set_state(&values[n..])?;
         Ok(&values[..n])

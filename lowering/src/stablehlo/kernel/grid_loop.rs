@@ -7,7 +7,7 @@
 //! bounds-check state is carried last.
 
 use super::body::BodyEmitter;
-use super::checks::{block_needs_check, Access, BoundsCheck, Checker};
+use super::checks::{block_needs_check, Access, BoundsCheck, Checker, STATE_LEN};
 use super::error::EmitError;
 use super::plan::{Operand, Plan};
 use crate::dtype::DType;
@@ -54,7 +54,7 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
     let mut outs: Vec<&Value> = carried[..plan.outputs.len()].iter().collect();
     let table = match checks {
         Some(c) => {
-            outs.extend(&carried[carried.len() - 2..]);
+            outs.extend(&carried[carried.len() - STATE_LEN..]);
             c.table
         }
         None => Vec::new(),
