@@ -67,7 +67,10 @@ pub enum RuntimeError {
 
     /// An error reported by the plugin itself; `message` is the plugin's text, verbatim,
     /// after the kernel's `file:line:col` where the message quotes a kernel op's location.
-    #[error("{}{call} failed [{code}]: {message}", crate::source_loc::prefix(message))]
+    #[error(
+        "{}{call} failed [{code}]: {message}",
+        crate::source_loc::prefix(message)
+    )]
     Pjrt {
         call: &'static str,
         code: String,
@@ -128,6 +131,14 @@ pub enum RuntimeError {
 
     #[error(transparent)]
     Interp(Box<tessera_lowering::interp::InterpError>),
+
+    /// A traced slice start out of bounds in a checked launch (`checked_slices.rs`): the
+    /// user's line, the window, and where `dynamic_slice` would have clamped it.
+    #[error("{}", check.describe(*start))]
+    StartOutOfBounds {
+        check: Box<tessera_lowering::stablehlo::BoundsCheck>,
+        start: i64,
+    },
 }
 
 // The lowering errors are large (they carry IR context and source locations); boxing them

@@ -1,11 +1,13 @@
 //! Running a kernel launch on a device: trace the launch into a `KernelProgram`, then either
-//! interpret it (`interp` device) or emit StableHLO and run it through PJRT (cached).
+//! interpret it (`interp` device) or emit StableHLO and run it through PJRT (cached), with
+//! traced slice starts checked where `checked_slices` says (see `checked_slices.rs`).
 
+use crate::checked_slices::{checked_slices, strip_and_report};
 use crate::compile_options::CompileOptions;
 use crate::device::{Device, DeviceKind};
 use crate::error::Result;
 use std::sync::Arc;
-use tessera_lowering::stablehlo::{emit_kernel_as, Form};
+use tessera_lowering::stablehlo::{emit_kernel_as, emit_kernel_checked, Form};
 use tessera_lowering::trace::{KernelProgram, Launch};
 use tessera_lowering::{interp, DType, HostTensor};
 
@@ -21,6 +23,17 @@ pub trait LaunchExt {
         device: &Device,
         inputs: &[&HostTensor],
         form: Form,
+    ) -> Result<Vec<HostTensor>>;
+
+    /// As `run_as`, choosing whether traced slice starts are checked (`true`: an error at the
+    /// user's line) or clamped into bounds as StableHLO's `dynamic_slice` does (`false`),
+    /// whatever `TESSERA_CHECKED_SLICES` and the build say.
+    fn run_checked(
+        &self,
+        device: &Device,
+        inputs: &[&HostTensor],
+        form: Form,
+        checked: bool,
     ) -> Result<Vec<HostTensor>>;
 }
 
@@ -41,6 +54,18 @@ impl LaunchExt for Launch {
         let program = self.trace_program(&signature(inputs))?;
         run_program(&program, device, inputs, form)
     }
+
+    #[track_caller]
+    fn run_checked(
+        &self,
+        device: &Device,
+        inputs: &[&HostTensor],
+        form: Form,
+        checked: bool,
+    ) -> Result<Vec<HostTensor>> {
+        let program = self.trace_program(&signature(inputs))?;
+        run_program_checked(&program, device, inputs, form, checked)
+    }
 }
 
 fn signature(inputs: &[&HostTensor]) -> Vec<(DType, Vec<usize>)> {
@@ -50,28 +75,48 @@ fn signature(inputs: &[&HostTensor]) -> Vec<(DType, Vec<usize>)> {
         .collect()
 }
 
-/// Runs an already traced program on `device`.
+/// Runs an already traced program on `device`, checking traced slice starts where
+/// [`checked_slices`](crate::checked_slices) says.
 pub fn run_program(
     program: &KernelProgram,
     device: &Device,
     inputs: &[&HostTensor],
     form: Form,
 ) -> Result<Vec<HostTensor>> {
+    run_program_checked(program, device, inputs, form, checked_slices()?)
+}
+
+/// As [`run_program`], checking traced slice starts or not as `checked` says.
+pub fn run_program_checked(
+    program: &KernelProgram,
+    device: &Device,
+    inputs: &[&HostTensor],
+    form: Form,
+    checked: bool,
+) -> Result<Vec<HostTensor>> {
     if device.kind() == DeviceKind::Interp {
         let owned: Vec<HostTensor> = inputs.iter().map(|t| (*t).clone()).collect();
         return Ok(interp::run(program, &owned)?);
     }
-    let exe = compile_program(program, device, form)?;
+    let (text, checks) = if checked {
+        let module = emit_kernel_checked(program, form)?;
+        (module.text, module.checks)
+    } else {
+        (emit_kernel_as(program, form)?, Vec::new())
+    };
     let client = device.client()?;
+    let exe = client.compile_cached(&text, &CompileOptions::default())?;
     let bufs = inputs
         .iter()
         .map(|t| client.upload(t))
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<_> = bufs.iter().collect();
-    exe.execute(&refs)?.iter().map(|b| b.to_host()).collect()
+    let outs = strip_and_report(exe.execute(&refs)?, &checks)?;
+    outs.iter().map(|b| b.to_host()).collect()
 }
 
-/// Emits `program` as StableHLO in `form` and compiles it through the device's cache.
+/// Emits `program` as StableHLO in `form` (unchecked: its outputs are the kernel's) and
+/// compiles it through the device's cache.
 pub fn compile_program(
     program: &KernelProgram,
     device: &Device,

@@ -5,6 +5,7 @@ pub mod autotune;
 mod buffer;
 mod buffer_type;
 mod cache;
+mod checked_slices;
 mod client;
 mod compile_options;
 mod device;
@@ -26,12 +27,13 @@ pub use cache::{
     CacheStats, CAPACITY_ENV as EXECUTABLE_CACHE_SIZE_ENV,
     DEFAULT_CAPACITY as DEFAULT_EXECUTABLE_CACHE_SIZE,
 };
+pub use checked_slices::{checked_slices, CHECKED_SLICES_ENV};
 pub use client::{Client, ClientOption, DeviceInfo};
 pub use compile_options::CompileOptions;
 pub use device::{tpu_attached, Device, DeviceKind};
 pub use error::{Result, RuntimeError};
 pub use executable::Executable;
-pub use launch::{compile_program, run_program, LaunchExt};
+pub use launch::{compile_program, run_program, run_program_checked, LaunchExt};
 pub use mlir_check::MAX_NESTING as MAX_MLIR_NESTING;
 pub use plugin::{Plugin, HEADER_API_VERSION};
 pub use signature::{Signature, TensorType};

@@ -37,7 +37,10 @@ mod types;
 
 pub use builder::{FuncBuilder, Module};
 pub use error::BuildError;
-pub use kernel::{batched_form_applies, emit_kernel, emit_kernel_as, EmitError, Form};
+pub use kernel::{
+    batched_form_applies, emit_kernel, emit_kernel_as, emit_kernel_checked, Access, BoundsCheck,
+    CheckedModule, EmitError, Form,
+};
 pub use ops::broadcast::broadcast_shapes;
 pub use ops::control::Branch;
 pub use ops::conv::{ConvDims, ConvOptions};

@@ -755,9 +755,7 @@ const MAX_CHECKED_STEPS: usize = 1 << 14;
 /// arrays depend on data: the interpreter checks those when it runs.
 fn check_block_indices(o: &BlockOperand, grid: &[usize]) -> Result<(), TraceError> {
     let map = &o.index_map;
-    let prefetch_params = &map.params()[grid.len().min(map.params().len())..];
-    let reads_prefetch = !prefetch_params.is_empty() && uses_any(&map.body, prefetch_params);
-    if reads_prefetch || grid.iter().product::<usize>() > MAX_CHECKED_STEPS {
+    if !block_indices_checked_at_trace(map, grid) {
         return Ok(());
     }
     crate::interp::check_block_indices(o, grid).map_err(|e| match e {
@@ -781,6 +779,14 @@ fn check_block_indices(o: &BlockOperand, grid: &[usize]) -> Result<(), TraceErro
             loc: map.loc,
         },
     })
+}
+
+/// Whether the tracer checks every block `map` selects over `grid` (the StableHLO forms'
+/// checked mode checks the others when the kernel runs).
+pub(crate) fn block_indices_checked_at_trace(map: &crate::ir::Func, grid: &[usize]) -> bool {
+    let prefetch_params = &map.params()[grid.len().min(map.params().len())..];
+    let reads_prefetch = !prefetch_params.is_empty() && uses_any(&map.body, prefetch_params);
+    !reads_prefetch && grid.iter().product::<usize>() <= MAX_CHECKED_STEPS
 }
 
 /// Whether any op of `region` (nested regions included) reads one of `values`.

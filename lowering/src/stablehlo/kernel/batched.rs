@@ -26,6 +26,7 @@
 //! step's ops run on the same block values, only many steps side by side.
 
 use super::body::BodyEmitter;
+use super::checks::{BoundsCheck, Checker, STATE_LEN};
 use super::error::EmitError;
 use super::folded;
 use super::grid_loop::grid_indices;
@@ -130,7 +131,9 @@ pub(super) fn dim_maps(plan: &Plan, o: &Operand) -> Result<Vec<DimMap>, String> 
     Ok(out)
 }
 
-pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
+/// The module, and the bounds checks of the body's traced starts when `checked` (then it
+/// returns their state last; the folded layout, which has no traced starts, is not tried).
+pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsCheck>), EmitError> {
     check_layout(plan).map_err(|reason| EmitError::NotBatchable {
         kernel: plan.name.to_string(),
         reason,
@@ -146,9 +149,9 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
         .map(|o| dim_maps(plan, o))
         .collect::<Result<Vec<_>, _>>()
         .map_err(EmitError::internal)?;
-    if seq.is_empty() {
+    if seq.is_empty() && !checked {
         if let Some(module) = folded::emit(plan, &all_maps)? {
-            return Ok(module);
+            return Ok((module, Vec::new()));
         }
     }
     let mut f = FuncBuilder::new("main");
@@ -190,6 +193,8 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
             s.dtype,
         ))?);
     }
+    let mut checks = checked.then(|| Checker::new(&mut f)).transpose()?;
+    init.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
     let ctx = Step {
         plan,
         par: &par,
@@ -197,7 +202,7 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
         layouts: &layouts,
     };
     let carried = if seq.is_empty() {
-        ctx.run(&mut f, &[], &init)?
+        ctx.run(&mut f, &[], &init, &mut checks)?
     } else {
         let lo = f.scalar(DType::I32, 0.0)?;
         let hi = f.scalar(DType::I32, extents(&seq).iter().product::<usize>() as f64)?;
@@ -205,7 +210,7 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
         f.fori_loop(&lo, &hi, &refs, |f, s, c| {
             let idx = grid_indices(f, s, &extents(&seq))?;
             let looped: Vec<(usize, Value)> = seq.iter().copied().zip(idx).collect();
-            ctx.run(f, &looped, c)
+            ctx.run(f, &looped, c, &mut checks)
         })?
     };
     let mut outs = Vec::new();
@@ -213,8 +218,15 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
         let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
         outs.push(from_blocks(&mut f, o, &maps, blocks, layout)?);
     }
-    let refs: Vec<&Value> = outs.iter().collect();
-    Ok(f.finish(&refs)?)
+    let mut refs: Vec<&Value> = outs.iter().collect();
+    let table = match checks {
+        Some(c) => {
+            refs.extend(&carried[carried.len() - STATE_LEN..]);
+            c.table
+        }
+        None => Vec::new(),
+    };
+    Ok((f.finish(&refs)?, table))
 }
 
 /// What every step of the sequential axes needs.
@@ -228,14 +240,17 @@ struct Step<'p, 'a> {
 }
 
 impl Step<'_, '_> {
-    /// The body at sequential index `looped` for all parallel points: next outputs, scratch.
+    /// The body at sequential index `looped` for all parallel points: next outputs, scratch
+    /// (and check state).
     fn run(
         &self,
         f: &mut FuncBuilder,
         looped: &[(usize, Value)],
         carried: &[Value],
+        checks: &mut Option<Checker>,
     ) -> Result<Vec<Value>, EmitError> {
         let plan = self.plan;
+        let carried = Checker::split_state(checks, carried)?;
         let mut body =
             BodyEmitter::batched(plan.body, plan.grid.clone(), self.par.to_vec(), looped);
         for (param, blocks, axes) in self.inputs {
@@ -250,7 +265,9 @@ impl Step<'_, '_> {
         for (s, c) in plan.scratch.iter().zip(scratch) {
             body.set_ref(s.param, c.clone(), self.par.to_vec());
         }
+        body.set_checks(checks.take());
         body.emit_ops(f, &plan.body.body.ops)?;
+        *checks = body.take_checks();
         let mut next = Vec::new();
         for ((o, c), layout) in plan.outputs.iter().zip(outs).zip(self.layouts) {
             let v = body.ref_contents(f, o.param)?;
@@ -263,6 +280,7 @@ impl Step<'_, '_> {
         for s in &plan.scratch {
             next.push(body.ref_contents(f, s.param)?);
         }
+        next.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
         Ok(next)
     }
 }

@@ -16,10 +16,11 @@
 //! Refs are not values in StableHLO: the translator keeps the current contents of each ref
 //! (its block) and turns loads into reads of that state and stores into replacing it.
 
+use super::checks::{has_dynamic_starts, Access, BoundsCheck, Checker};
 use super::error::EmitError;
 use crate::dtype::DType;
 use crate::ir::{Func, Literal, Offset, OpKind, Operation, Region, ValueId};
-use crate::stablehlo::{DotDims, FuncBuilder, Precision, TensorType, Value};
+use crate::stablehlo::{BinaryOp, DotDims, FuncBuilder, Precision, TensorType, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -51,6 +52,8 @@ pub(super) struct BodyEmitter<'a> {
     vals: HashMap<ValueId, Batched>,
     /// Current contents of each ref param, keyed by the ref's IR value.
     refs: BTreeMap<ValueId, Batched>,
+    /// Checked mode (`checks.rs`): traced starts are checked, regions carry the state.
+    checks: Option<Checker>,
 }
 
 impl<'a> BodyEmitter<'a> {
@@ -64,6 +67,7 @@ impl<'a> BodyEmitter<'a> {
             program_ids,
             vals: HashMap::new(),
             refs: BTreeMap::new(),
+            checks: None,
         }
     }
 
@@ -85,7 +89,62 @@ impl<'a> BodyEmitter<'a> {
             program_ids,
             vals: HashMap::new(),
             refs: BTreeMap::new(),
+            checks: None,
         }
+    }
+
+    /// Turns checked mode on (with `Some`) for the ops emitted next.
+    pub(super) fn set_checks(&mut self, checks: Option<Checker>) {
+        self.checks = checks;
+    }
+
+    /// The checker, with every check emitted so far (`None` when unchecked).
+    pub(super) fn take_checks(&mut self) -> Option<Checker> {
+        self.checks.take()
+    }
+
+    /// The running bounds-check state, which regions yield and loops carry (none unchecked).
+    fn check_state(&self) -> Vec<Value> {
+        self.checks.as_ref().map(Checker::state).unwrap_or_default()
+    }
+
+    /// Takes the bounds-check state from the tail of `values` (as `check_state` appended it);
+    /// returns the values before it.
+    fn split_check_state<'v>(&mut self, values: &'v [Value]) -> Result<&'v [Value], EmitError> {
+        Checker::split_state(&mut self.checks, values)
+    }
+
+    /// Checks each traced start of `starts` (ops' window `sizes` in a ref of `shape`).
+    fn check_starts(
+        &mut self,
+        f: &mut FuncBuilder,
+        op: &Operation,
+        side: &'static str,
+        starts: &[Offset],
+        idx: &[Value],
+        sizes: &[usize],
+        shape: &[usize],
+    ) -> Result<(), EmitError> {
+        let Some(checks) = self.checks.as_mut() else {
+            return Ok(());
+        };
+        let side = matches!(op.kind, OpKind::DmaStart(_)).then_some(side);
+        for (dim, (s, start)) in starts.iter().zip(idx).enumerate() {
+            if let Offset::Dynamic(_) = s {
+                let check = BoundsCheck {
+                    loc: op.loc,
+                    access: Access::Op {
+                        op: op.kind.name(),
+                        side,
+                    },
+                    dim,
+                    size: sizes[dim],
+                    shape: shape.to_vec(),
+                };
+                checks.check(f, start, check)?;
+            }
+        }
+        Ok(())
     }
 
     /// Binds an IR value (a param of an index map, say) to a StableHLO value.
@@ -487,6 +546,8 @@ impl<'a> BodyEmitter<'a> {
             f.slice(&r.v, &lo, &hi, &vec![1; lo.len()])?
         } else {
             let idx = self.offsets(f, op, nb, starts)?;
+            let shape = &r.v.shape()[nb..];
+            self.check_starts(f, op, "source", starts, &idx[nb..], sizes, shape)?;
             let refs: Vec<&Value> = idx.iter().collect();
             f.dynamic_slice(&r.v, &refs, &full_sizes)?
         };
@@ -533,6 +594,8 @@ impl<'a> BodyEmitter<'a> {
             &[&self.extents(&axes)[..], &ones[..], &vv.shape()[nb..]].concat(),
         )?;
         let idx = self.offsets(f, op, nb, starts)?;
+        let (shape, sizes) = (&rv.shape()[nb..], &vv.shape()[nb..]);
+        self.check_starts(f, op, "destination", starts, &idx[nb..], sizes, shape)?;
         let refs: Vec<&Value> = idx.iter().collect();
         let updated = f.dynamic_update_slice(&rv, &vv, &refs)?;
         self.refs.insert(dst, Batched { v: updated, axes });
@@ -592,14 +655,19 @@ impl<'a> BodyEmitter<'a> {
             .copied()
             .collect();
         let before = self.refs.clone();
+        let checks_before = self.check_state();
         let me = RefCell::new(&mut *self);
         let branch = |f: &mut FuncBuilder, region: &Region| -> Result<Vec<Value>, EmitError> {
             let mut me = me.borrow_mut();
             me.refs = before.clone();
+            me.split_check_state(&checks_before)?;
             me.emit_ops(f, &region.ops)?;
-            me.yields(f, region, &stored)
+            let mut ys = me.yields(f, region, &stored)?;
+            ys.extend(me.check_state());
+            Ok(ys)
         };
         let outs = f.if_else(&c, |f| branch(f, then_r), |f| branch(f, else_r))?;
+        let outs = self.split_check_state(&outs)?.to_vec();
         self.bind_results(op, &stored, outs)
     }
 
@@ -626,10 +694,12 @@ impl<'a> BodyEmitter<'a> {
         for &r in &stored {
             carried.push(self.lift(f, &self.ref_state(r)?, &all)?);
         }
+        carried.extend(self.check_state());
         let refs: Vec<&Value> = carried.iter().collect();
         let me = RefCell::new(&mut *self);
         let outs = f.fori_loop(&lo, &hi, &refs, |f, i, c| {
             let mut me = me.borrow_mut();
+            let c = me.split_check_state(c)?;
             let (vals, states) = c.split_at(init.len());
             let (index, args) = body
                 .args
@@ -655,14 +725,20 @@ impl<'a> BodyEmitter<'a> {
                 );
             }
             me.emit_ops(f, &body.ops)?;
-            me.yields(f, body, &stored)
+            let mut ys = me.yields(f, body, &stored)?;
+            ys.extend(me.check_state());
+            Ok::<_, EmitError>(ys)
         })?;
+        let outs = self.split_check_state(&outs)?.to_vec();
         self.bind_results(op, &stored, outs)
     }
 
     /// `while` as `stablehlo.while`; refs stored in the body are carried too (the condition
     /// stores nothing: the tracer rejects that). The condition must be the same in every
-    /// batched step.
+    /// batched step. In checked mode a condition with traced starts is checked outside its
+    /// region (which yields only the predicate): again at the top of each trip, and once
+    /// after the loop for its last, false evaluation; and the loop stops once a check has
+    /// failed (a condition reading a clamped window may never turn false).
     fn emit_while(
         &mut self,
         f: &mut FuncBuilder,
@@ -680,6 +756,8 @@ impl<'a> BodyEmitter<'a> {
         for &r in &stored {
             carried.push(self.lift(f, &self.ref_state(r)?, &all)?);
         }
+        carried.extend(self.check_state());
+        let recheck_cond = self.checks.is_some() && has_dynamic_starts(cond);
         let refs: Vec<&Value> = carried.iter().collect();
         let me = RefCell::new(&mut *self);
         let enter = |me: &mut BodyEmitter, args: &[ValueId], c: &[Value]| {
@@ -707,22 +785,46 @@ impl<'a> BodyEmitter<'a> {
             &refs,
             |f, c| {
                 let mut me = me.borrow_mut();
+                // Checked at the top of the body and after the loop instead (see above).
+                let c = me.split_check_state(c)?;
+                let checks = me.checks.take();
                 enter(&mut me, &cond.args, c);
                 me.emit_ops(f, &cond.ops)?;
                 let y = *cond
                     .yields
                     .first()
                     .ok_or_else(|| EmitError::internal("while condition yields nothing".into()))?;
-                me.uniform(op, y, "a loop condition")
+                let go_on = me.uniform(op, y, "a loop condition")?;
+                me.checks = checks;
+                match &me.checks {
+                    Some(checks) => {
+                        let none_failed = checks.none_failed(f)?;
+                        Ok(f.binary(BinaryOp::And, &go_on, &none_failed)?)
+                    }
+                    None => Ok(go_on),
+                }
             },
             |f, c| {
                 let mut me = me.borrow_mut();
+                let c = me.split_check_state(c)?;
+                if recheck_cond {
+                    enter(&mut me, &cond.args, c);
+                    me.emit_ops(f, &cond.ops)?;
+                }
                 enter(&mut me, &body.args, c);
                 me.emit_ops(f, &body.ops)?;
-                me.yields(f, body, &stored)
+                let mut ys = me.yields(f, body, &stored)?;
+                ys.extend(me.check_state());
+                Ok::<_, EmitError>(ys)
             },
         )?;
-        self.bind_results(op, &stored, outs)
+        let me = me.into_inner();
+        let outs = me.split_check_state(&outs)?.to_vec();
+        if recheck_cond {
+            enter(me, &cond.args, &outs);
+            me.emit_ops(f, &cond.ops)?;
+        }
+        me.bind_results(op, &stored, outs)
     }
 
     /// What a region yields: its values, then the contents of `stored` refs, carrying every

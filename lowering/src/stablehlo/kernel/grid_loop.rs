@@ -3,15 +3,18 @@
 //! blocks with `dynamic_slice` at `index_map(grid index) * block`, runs the body, and writes
 //! output blocks back with `dynamic_update_slice`. Outputs (zero-initialized) and scratch are
 //! loop-carried, so scratch persists across steps and a revisited output block (the
-//! accumulator pattern) sees what the previous step wrote.
+//! accumulator pattern) sees what the previous step wrote. In checked mode (`checks.rs`) the
+//! bounds-check state is carried last.
 
 use super::body::BodyEmitter;
+use super::checks::{block_needs_check, Access, BoundsCheck, Checker, STATE_LEN};
 use super::error::EmitError;
 use super::plan::{Operand, Plan};
 use crate::dtype::DType;
 use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
 
-pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
+/// The module, and its bounds checks when `checked` (then it returns their state last).
+pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsCheck>), EmitError> {
     let mut f = FuncBuilder::new("main");
     let prefetch: Vec<Value> = plan
         .prefetch
@@ -39,15 +42,24 @@ pub(super) fn emit(plan: &Plan) -> Result<Module, EmitError> {
     for s in &plan.scratch {
         init.push(f.zeros(TensorType::new(s.shape.clone(), s.dtype))?);
     }
+    let mut checks = checked.then(|| Checker::new(&mut f)).transpose()?;
+    init.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
     let steps: usize = plan.grid.iter().product();
     let lo = f.scalar(DType::I32, 0.0)?;
     let hi = f.scalar(DType::I32, steps as f64)?;
     let init_refs: Vec<&Value> = init.iter().collect();
     let carried = f.fori_loop(&lo, &hi, &init_refs, |f, s, carried| {
-        step.body(f, s, carried)
+        step.body(f, s, carried, &mut checks)
     })?;
-    let outs: Vec<&Value> = carried[..plan.outputs.len()].iter().collect();
-    Ok(f.finish(&outs)?)
+    let mut outs: Vec<&Value> = carried[..plan.outputs.len()].iter().collect();
+    let table = match checks {
+        Some(c) => {
+            outs.extend(&carried[carried.len() - STATE_LEN..]);
+            c.table
+        }
+        None => Vec::new(),
+    };
+    Ok((f.finish(&outs)?, table))
 }
 
 /// What every grid step reads: the plan and the module's arguments.
@@ -59,34 +71,38 @@ struct Step<'p, 'a> {
 }
 
 impl Step<'_, '_> {
-    /// One grid step: returns the next outputs and scratch contents.
+    /// One grid step: returns the next outputs and scratch contents (and check state).
     fn body(
         &self,
         f: &mut FuncBuilder,
         step: &Value,
         carried: &[Value],
+        checks: &mut Option<Checker>,
     ) -> Result<Vec<Value>, EmitError> {
         let plan = self.plan;
+        let carried = Checker::split_state(checks, carried)?;
         let idx = grid_indices(f, step, &plan.grid)?;
         let mut body = BodyEmitter::step(plan.body, plan.grid.clone(), idx.clone());
         for (a, x) in plan.prefetch.iter().zip(self.prefetch) {
             body.set_ref(a.param, x.clone(), Vec::new());
         }
         for (o, x) in plan.inputs.iter().zip(self.args) {
-            let block = self.read_block(f, o, x, &idx)?;
+            let block = self.read_block(f, o, x, &idx, checks)?;
             body.set_ref(o.param, block.0, Vec::new());
         }
         let (outs, scratch) = carried.split_at(plan.outputs.len());
         let mut offsets = Vec::new();
         for (o, x) in plan.outputs.iter().zip(outs) {
-            let (block, off) = self.read_block(f, o, x, &idx)?;
+            let (block, off) = self.read_block(f, o, x, &idx, checks)?;
             body.set_ref(o.param, block, Vec::new());
             offsets.push(off);
         }
         for (s, v) in plan.scratch.iter().zip(scratch) {
             body.set_ref(s.param, v.clone(), Vec::new());
         }
+        body.set_checks(checks.take());
         body.emit_ops(f, &plan.body.body.ops)?;
+        *checks = body.take_checks();
         let mut next = Vec::new();
         for ((o, x), off) in plan.outputs.iter().zip(outs).zip(&offsets) {
             let view = body.ref_contents(f, o.param)?;
@@ -106,16 +122,19 @@ impl Step<'_, '_> {
         for s in &plan.scratch {
             next.push(body.ref_contents(f, s.param)?);
         }
+        next.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
         Ok(next)
     }
 
-    /// The block of `x` this step sees, and its element offsets (`None` for a whole-array block).
+    /// The block of `x` this step sees, and its element offsets (`None` for a whole-array
+    /// block). In checked mode, blocks the tracer could not check are checked here.
     fn read_block(
         &self,
         f: &mut FuncBuilder,
         o: &Operand,
         x: &Value,
         idx: &[Value],
+        checks: &mut Option<Checker>,
     ) -> Result<(Value, Option<Vec<Value>>), EmitError> {
         // Squeezed dims have size 1: the ref's view is the block reshaped.
         let view = |f: &mut FuncBuilder, block: Value| -> Result<Value, EmitError> {
@@ -125,7 +144,8 @@ impl Step<'_, '_> {
                 f.reshape(&block, &o.view)?
             })
         };
-        if o.whole() {
+        let check_blocks = checks.is_some() && block_needs_check(self.plan, o);
+        if o.whole() && !check_blocks {
             return Ok((view(f, x.clone())?, None));
         }
         let mut map = BodyEmitter::step(o.index_map, self.plan.grid.clone(), Vec::new());
@@ -136,12 +156,31 @@ impl Step<'_, '_> {
         for (p, x) in prefetch_params.iter().zip(self.prefetch) {
             map.set_ref(*p, x.clone(), Vec::new());
         }
+        map.set_checks(checks.take());
         map.emit_ops(f, &o.index_map.body.ops)?;
+        *checks = map.take_checks();
         let mut offsets = Vec::new();
         for (r, &b) in o.index_map.results().iter().zip(&o.block) {
             let block_index = map.value(*r)?;
             let size = f.scalar(DType::I32, b as f64)?;
             offsets.push(f.mul(&block_index, &size)?);
+        }
+        if let Some(c) = checks.as_mut().filter(|_| check_blocks) {
+            for (dim, start) in offsets.iter().enumerate() {
+                let check = BoundsCheck {
+                    loc: o.index_map.loc,
+                    access: Access::Block {
+                        operand: o.name.to_string(),
+                    },
+                    dim,
+                    size: o.block[dim],
+                    shape: o.array.clone(),
+                };
+                c.check(f, start, check)?;
+            }
+        }
+        if o.whole() {
+            return Ok((view(f, x.clone())?, None));
         }
         let refs: Vec<&Value> = offsets.iter().collect();
         let block = f.dynamic_slice(x, &refs, &o.block)?;

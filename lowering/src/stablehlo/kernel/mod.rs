@@ -18,10 +18,15 @@
 //! loop for grids with `arbitrary` axes (the batched form with its `while` measured ~0.5x of
 //! the loop for 256^3 and 512^3 f32 matmuls on the XLA CPU plugin), else the batched form
 //! where it is legal, else the grid loop.
+//!
+//! [`emit_kernel_checked`] emits the checked mode (`checks.rs`): traced starts are checked
+//! instead of clamped. A body with traced starts skips the accumulator contraction and the
+//! folded layout (neither translates one: they would not apply anyway).
 
 mod accumulate;
 mod batched;
 mod body;
+mod checks;
 mod desugar;
 mod error;
 mod folded;
@@ -29,6 +34,7 @@ mod grid_loop;
 mod padded;
 mod plan;
 
+pub use checks::{Access, BoundsCheck};
 pub use error::EmitError;
 
 use crate::ir::{BlockOperand, KernelProgram, OpKind};
@@ -53,26 +59,63 @@ pub fn emit_kernel(program: &KernelProgram) -> Result<String, EmitError> {
 
 /// The module text of `program` in `form`.
 pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, EmitError> {
+    Ok(emit(program, form, false)?.text)
+}
+
+/// A module in checked mode: after the kernel's outputs it returns two `i32` scalars, the id
+/// of the first bounds check that failed (0: none; id `k` is `checks[k - 1]`) and the start
+/// that failed it. With no traced start to check, `checks` is empty and `text` is
+/// [`emit_kernel_as`]'s, byte for byte, with no extra results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedModule {
+    pub text: String,
+    pub checks: Vec<BoundsCheck>,
+}
+
+/// The module of `program` in `form`, in checked mode.
+pub fn emit_kernel_checked(
+    program: &KernelProgram,
+    form: Form,
+) -> Result<CheckedModule, EmitError> {
+    emit(program, form, true)
+}
+
+fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedModule, EmitError> {
     if let Some(inner) = program.padded_form() {
-        return padded::emit(program, &emit_kernel_as(&inner, form)?, &inner);
+        let module = emit(&inner, form, checked)?;
+        let text = padded::emit(program, &module.text, &inner, !module.checks.is_empty())?;
+        return Ok(CheckedModule { text, ..module });
     }
     let program = desugar::for_stablehlo(program);
     let plan = plan_of(&program)?;
     plan.check()?;
-    let module = match form {
-        Form::GridLoop => grid_loop::emit(&plan)?,
-        Form::Batched => batched::emit(&plan)?,
-        Form::Auto if plan.parallel.contains(&false) => match accumulate::emit(&plan)? {
-            Some(module) => module,
-            None => grid_loop::emit(&plan)?,
-        },
+    let checked = checked && checks::needs_checks(&plan);
+    // The batched form and the contraction only take index maps that are in-bounds re-layouts
+    // (`batched::dim_maps`): only the body's traced starts are theirs to check.
+    let body_checked = checked && checks::has_dynamic_starts(&plan.body.body);
+    let (module, checks) = match form {
+        Form::GridLoop => grid_loop::emit(&plan, checked)?,
+        Form::Batched => batched::emit(&plan, body_checked)?,
+        Form::Auto if plan.parallel.contains(&false) => {
+            let contraction = match body_checked {
+                true => None,
+                false => accumulate::emit(&plan)?,
+            };
+            match contraction {
+                Some(module) => (module, Vec::new()),
+                None => grid_loop::emit(&plan, checked)?,
+            }
+        }
         // Whether the batched form applies is only fully known once its body is translated.
-        Form::Auto => match batched::emit(&plan) {
-            Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan)?,
+        Form::Auto => match batched::emit(&plan, body_checked) {
+            Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan, checked)?,
             other => other?,
         },
     };
-    Ok(module.into_text())
+    Ok(CheckedModule {
+        text: module.into_text(),
+        checks,
+    })
 }
 
 /// `Ok` when [`Form::Batched`] is legal for `program`, else the reason it is not (or the
@@ -84,7 +127,7 @@ pub fn batched_form_applies(program: &KernelProgram) -> Result<(), String> {
     let program = desugar::for_stablehlo(program);
     let plan = plan_of(&program).map_err(|e| e.to_string())?;
     plan.check().map_err(|e| e.to_string())?;
-    match batched::emit(&plan) {
+    match batched::emit(&plan, false) {
         Ok(_) => Ok(()),
         Err(EmitError::NotBatchable { reason, .. }) => Err(reason),
         Err(e) => Err(e.to_string()),
@@ -167,6 +210,7 @@ fn has_dma(r: &crate::ir::Region) -> bool {
 
 fn operand(param: crate::ir::ValueId, o: &BlockOperand) -> Operand<'_> {
     Operand {
+        name: &o.name,
         param,
         array: o.array_shape.clone(),
         dtype: o.dtype,

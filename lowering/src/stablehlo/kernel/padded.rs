@@ -1,9 +1,11 @@
 //! Launches with padded edge blocks (`BlockSpec::padded`): `@main` takes the arrays as they
 //! are, pads the blocked inputs with zeros up to whole blocks, calls the kernel emitted for
 //! the padded arrays (`KernelProgram::padded_form`, in any form) and crops its outputs, so
-//! whatever the kernel writes past an array's end is never stored.
+//! whatever the kernel writes past an array's end is never stored. A checked kernel's
+//! bounds-check state (`checks.rs`) is passed on after the outputs.
 
 use super::error::EmitError;
+use crate::dtype::DType;
 use crate::ir::KernelProgram;
 use crate::stablehlo::{FuncBuilder, TensorType, Value};
 
@@ -11,6 +13,7 @@ pub(super) fn emit(
     program: &KernelProgram,
     inner_text: &str,
     inner: &KernelProgram,
+    checked: bool,
 ) -> Result<String, EmitError> {
     let mut f = FuncBuilder::new("main");
     let mut args: Vec<Value> = program
@@ -35,14 +38,21 @@ pub(super) fn emit(
             f.pad(&x, &zero, &low, &high, &interior)?
         });
     }
-    let results: Vec<TensorType> = inner
+    let mut results: Vec<TensorType> = inner
         .outputs
         .iter()
         .map(|o| TensorType::new(o.array_shape.clone(), o.dtype))
         .collect();
+    if checked {
+        results.extend([
+            TensorType::scalar(DType::I32),
+            TensorType::scalar(DType::I32),
+        ]);
+    }
     let refs: Vec<&Value> = args.iter().collect();
-    let outs = f.call_module(inner_text, &refs, results)?;
-    let mut cropped = Vec::with_capacity(outs.len());
+    let mut outs = f.call_module(inner_text, &refs, results)?;
+    let state = outs.split_off(program.outputs.len());
+    let mut cropped = Vec::with_capacity(outs.len() + state.len());
     for (o, y) in program.outputs.iter().zip(outs) {
         cropped.push(if y.shape() == o.array_shape.as_slice() {
             y
@@ -52,6 +62,7 @@ pub(super) fn emit(
             f.slice(&y, &start, &o.array_shape, &strides)?
         });
     }
+    cropped.extend(state);
     let refs: Vec<&Value> = cropped.iter().collect();
     Ok(f.finish(&refs)?.into_text())
 }

@@ -7,6 +7,8 @@ use crate::ir::{self, Func, Type, ValueId};
 
 /// One blocked operand (input or output).
 pub(super) struct Operand<'a> {
+    /// The kernel parameter's name.
+    pub name: &'a str,
     /// The body's ref param that sees this operand's block.
     pub param: ValueId,
     pub array: Vec<usize>,
