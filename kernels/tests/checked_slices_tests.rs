@@ -7,6 +7,8 @@
 //! (documented behaviour of `TESSERA_CHECKED_SLICES=0`, the release default). Kernels with
 //! no traced start emit the same module checked or not.
 
+mod support;
+
 use rand::{Rng, SeedableRng};
 use std::cell::Cell;
 use tessera_kernels::shipped;
@@ -521,14 +523,7 @@ fn the_batched_form_chosen_by_auto_checks_its_traced_starts() {
 fn kernels_without_traced_starts_emit_the_same_module_checked_or_not() {
     let mut unchecked_kernels = 0;
     for k in shipped() {
-        let sig: Vec<(DType, Vec<usize>)> = (k.input_shapes)(k.default_shape)
-            .into_iter()
-            .map(|s| (DType::F32, s))
-            .collect();
-        let program = (k.launch)(k.default_shape)
-            .expect("launch")
-            .trace_program(&sig)
-            .expect("traces");
+        let program = support::default_program(k);
         for form in [Form::Auto, Form::GridLoop] {
             let plain = emit_kernel_as(&program, form).expect("emits");
             let checked = emit_kernel_checked(&program, form).expect("emits");

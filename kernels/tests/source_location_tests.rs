@@ -70,14 +70,7 @@ fn a_libtpu_rejection_names_the_kernels_line() {
 #[test]
 fn every_op_of_a_shipped_kernel_carries_its_source_line() {
     for k in shipped() {
-        let sig: Vec<(DType, Vec<usize>)> = (k.input_shapes)(k.default_shape)
-            .into_iter()
-            .map(|s| (DType::F32, s))
-            .collect();
-        let program = (k.launch)(k.default_shape)
-            .expect("launch")
-            .trace_program(&sig)
-            .expect("traces");
+        let program = support::default_program(k);
         let mosaic = lower_to_mosaic(&program, TpuGeneration::V6e).expect("lowers");
         let hlo = emit_kernel(&program).expect("emits");
         for (what, text) in [("mosaic", &mosaic.serialized), ("stablehlo", &hlo)] {

@@ -40,8 +40,7 @@ pub trait LaunchExt {
 impl LaunchExt for Launch {
     #[track_caller]
     fn run(&self, device: &Device, inputs: &[&HostTensor]) -> Result<Vec<HostTensor>> {
-        let program = self.trace_program(&signature(inputs))?;
-        run_program(&program, device, inputs, Form::Auto)
+        self.run_as(device, inputs, Form::Auto)
     }
 
     #[track_caller]

@@ -162,6 +162,20 @@ pub fn max_abs_error(got: &[f64], want: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// A shipped kernel's program at its default problem shape with f32 inputs.
+pub fn default_program(
+    k: &tessera_kernels::ShippedKernel,
+) -> tessera_lowering::trace::KernelProgram {
+    let sig: Vec<(tessera_lowering::DType, Vec<usize>)> = (k.input_shapes)(k.default_shape)
+        .into_iter()
+        .map(|s| (tessera_lowering::DType::F32, s))
+        .collect();
+    (k.launch)(k.default_shape)
+        .expect("the default shape is valid")
+        .trace_program(&sig)
+        .expect("traces")
+}
+
 /// The XLA CPU plugin.
 pub fn cpu() -> tessera_runtime::Device {
     tessera_runtime::Device::cpu()
