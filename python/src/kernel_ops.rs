@@ -196,8 +196,7 @@ pub fn kernel_run(
             .map(|t| {
                 let (out, dst) = empty_torch(py, t.dtype(), t.shape())?;
                 // SAFETY: `out` is a new tensor of exactly this many bytes.
-                unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, t.bytes().len()) }
-                    .copy_from_slice(t.bytes());
+                unsafe { bytes_at(dst, t.bytes().len()) }.copy_from_slice(t.bytes());
                 Ok(out.unbind())
             })
             .collect();
@@ -277,7 +276,7 @@ impl HostInputs<'_> {
             .iter()
             .map(|v| {
                 // SAFETY: the view's capsule is alive (held by `self`) and the view contiguous.
-                let bytes = unsafe { std::slice::from_raw_parts(v.data, v.byte_len()) }.to_vec();
+                let bytes = unsafe { bytes_at(v.data as usize, v.byte_len()) }.to_vec();
                 HostTensor::from_bytes(v.dtype, v.shape.clone(), bytes)
                     .map_err(|e| ArgumentError::new_err(e.to_string()))
             })
@@ -358,13 +357,27 @@ pub fn execute(
         py.detach(|| {
             // SAFETY: `t` is a new contiguous tensor of exactly `len` bytes, alive and not
             // shared while the download writes into it.
-            let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+            let dst = unsafe { bytes_at(ptr, len) };
             b.to_host_into(dst)
         })
         .map_err(err)?;
         results.push(t.unbind());
     }
     Ok(results)
+}
+
+/// The `len` bytes at address `ptr` (a tensor's memory); empty for an empty tensor, whose
+/// data pointer may be null.
+///
+/// # Safety
+/// For `len > 0`, `ptr` points to `len` bytes that stay valid, and unaliased while written
+/// through the slice, for `'a`.
+unsafe fn bytes_at<'a>(ptr: usize, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        &mut []
+    } else {
+        std::slice::from_raw_parts_mut(ptr as *mut u8, len)
+    }
 }
 
 /// A new contiguous torch CPU tensor and the address of its memory.

@@ -283,7 +283,15 @@ impl Client {
         shape: &[usize],
         data: *const u8,
     ) -> Result<Buffer> {
-        let zero_copy = self.inner().platform_name == "cpu"
+        let empty = tessera_lowering::host::byte_len(dtype, shape)? == 0;
+        // An empty tensor's data pointer may be null: nothing to alias, nothing to read.
+        let data = if empty {
+            std::ptr::NonNull::<u8>::dangling().as_ptr() as *const u8
+        } else {
+            data
+        };
+        let zero_copy = !empty
+            && self.inner().platform_name == "cpu"
             && (data as usize).is_multiple_of(AlignedBytes::ALIGN);
         let memory = if zero_copy {
             HostMemory::Aliased(None)

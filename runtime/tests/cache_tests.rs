@@ -72,6 +72,13 @@ fn caller_memory_uploads_in_place_or_copied_and_downloads_into_caller_memory() {
         let err = buf.to_host_into(&mut out[4..]).unwrap_err();
         assert!(err.to_string().contains("got"), "{err}");
     }
+    // An empty tensor's data pointer may be null (torch's is): nothing is read.
+    // SAFETY: zero bytes are read.
+    let empty =
+        unsafe { c.upload_aliasing(tessera_runtime::DType::F32, &[0, 3], std::ptr::null()) };
+    let empty = empty.unwrap();
+    assert_eq!(empty.shape(), &[0, 3]);
+    empty.to_host_into(&mut []).unwrap();
 }
 
 fn negate(k: usize) -> String {
