@@ -350,19 +350,28 @@ pub fn execute(
             exe.execute(&refs)
         })
         .map_err(err)?;
+    // New tensors first (that needs the GIL), then every download in one GIL-free section.
     let mut results = Vec::with_capacity(outputs.len());
+    let mut targets = Vec::with_capacity(outputs.len());
     for b in &outputs {
         let (t, ptr) = empty_torch(py, b.dtype(), b.shape())?;
-        let len = b.shape().iter().product::<usize>() * b.dtype().size_bytes();
-        py.detach(|| {
-            // SAFETY: `t` is a new contiguous tensor of exactly `len` bytes, alive and not
-            // shared while the download writes into it.
-            let dst = unsafe { bytes_at(ptr, len) };
-            b.to_host_into(dst)
-        })
-        .map_err(err)?;
+        targets.push((
+            ptr,
+            b.shape().iter().product::<usize>() * b.dtype().size_bytes(),
+        ));
         results.push(t.unbind());
     }
+    py.detach(|| {
+        outputs
+            .iter()
+            .zip(&targets)
+            .try_for_each(|(b, &(ptr, len))| {
+                // SAFETY: each target is a new contiguous tensor of exactly `len` bytes, held in
+                // `results` and not shared while the download writes into it.
+                b.to_host_into(unsafe { bytes_at(ptr, len) })
+            })
+    })
+    .map_err(err)?;
     Ok(results)
 }
 

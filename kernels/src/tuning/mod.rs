@@ -90,12 +90,7 @@ pub fn launch_for(
     let Some(spec) = SPECS.iter().find(|s| s.kernel == kernel.name) else {
         return Ok(((kernel.launch)(shape)?, None));
     };
-    let mode = match std::env::var("TESSERA_AUTOTUNE") {
-        Ok(v) if !v.trim().is_empty() => v
-            .parse()
-            .map_err(|e: tessera_runtime::autotune::TuneError| e.to_string())?,
-        _ => AutotuneMode::Cached,
-    };
+    let mode = AutotuneMode::from_env_or(AutotuneMode::Cached).map_err(|e| e.to_string())?;
     let tuning = KernelTuning::for_generation(kernel.name, shape, dtype, TpuGeneration::V5e)
         .map_err(|e| e.to_string())?;
     let options = TuneOptions {

@@ -41,9 +41,14 @@ impl AutotuneMode {
     /// `TESSERA_AUTOTUNE` (`off`, `cached`, `full`); unset or empty means `Full`, since a
     /// caller of `tune` asked for tuning.
     pub fn from_env() -> Result<AutotuneMode, TuneError> {
+        AutotuneMode::from_env_or(AutotuneMode::Full)
+    }
+
+    /// `TESSERA_AUTOTUNE`, or `default` where it is unset or empty.
+    pub fn from_env_or(default: AutotuneMode) -> Result<AutotuneMode, TuneError> {
         match std::env::var("TESSERA_AUTOTUNE") {
             Ok(v) if !v.trim().is_empty() => v.parse(),
-            _ => Ok(AutotuneMode::Full),
+            _ => Ok(default),
         }
     }
 }
