@@ -25,6 +25,12 @@ fn find(name: &str) -> PyResult<&'static ShippedKernel> {
     })
 }
 
+/// The problem shape `kernel` reads back from its inputs' shapes (an error names the kernel).
+fn problem(kernel: &ShippedKernel, signature: &[(DType, Vec<usize>)]) -> PyResult<Vec<usize>> {
+    let shapes: Vec<Vec<usize>> = signature.iter().map(|(_, s)| s.clone()).collect();
+    kernel.problem_of(&shapes).map_err(ArgumentError::new_err)
+}
+
 /// Traces `kernel` for inputs of `signature`: the launch the problem shape gives, checked
 /// against the inputs' dtypes and shapes. With a device, the launch's blocks are the
 /// autotuner's cached winner for this problem where there is one
@@ -35,8 +41,7 @@ fn trace(
     signature: &[(DType, Vec<usize>)],
     device: Option<&Device>,
 ) -> PyResult<KernelProgram> {
-    let shapes: Vec<Vec<usize>> = signature.iter().map(|(_, s)| s.clone()).collect();
-    let problem = kernel.problem_of(&shapes).map_err(ArgumentError::new_err)?;
+    let problem = problem(kernel, signature)?;
     let named = |e: String| ArgumentError::new_err(format!("kernel `{}`: {e}", kernel.name));
     let launch = match (device, signature.first()) {
         (Some(dev), Some((dtype, _))) if dev.kind() != DeviceKind::Interp => {
@@ -74,8 +79,7 @@ pub fn kernel_launch_config(
 ) -> PyResult<Option<Py<PyDict>>> {
     let kernel = find(name)?;
     let signature = signature(inputs)?;
-    let shapes: Vec<Vec<usize>> = signature.iter().map(|(_, s)| s.clone()).collect();
-    let problem = kernel.problem_of(&shapes).map_err(ArgumentError::new_err)?;
+    let problem = problem(kernel, &signature)?;
     let dtype = signature.first().map_or(DType::F32, |(d, _)| *d);
     let (_, config) = tessera_kernels::tuning::launch_for(
         kernel,
