@@ -4,6 +4,7 @@
 //! structural (numbers, not module text), so a hit costs one hash of a few words.
 
 use crate::error::{EagerError, Result};
+use crate::tensor::OpName;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -33,11 +34,20 @@ pub(crate) enum OutKind {
     None,
 }
 
+/// How an entry lowers inside a fused program.
+pub(crate) enum Lowering {
+    /// An ATen op's dispatched plan.
+    Aten(Plan),
+    /// A whole module of another origin (the entry's `module`: a kernel op's program), called
+    /// as a private function; the name is its caller's (`kernel \`softmax\``).
+    Program(&'static str),
+}
+
 /// One cached lowering.
 pub(crate) struct OpEntry {
     /// Unique per entry: the fused-program key names ops by it.
     pub id: u64,
-    pub plan: Plan,
+    pub lowering: Lowering,
     /// Whether the program takes a random key as its last input ([`crate::rng`]).
     pub random: bool,
     pub outs: Vec<OutKind>,
@@ -60,19 +70,50 @@ impl OpEntry {
         if let Some(e) = &*slot {
             return Ok((e.clone(), false));
         }
-        let text = self.module.as_deref().ok_or_else(|| {
-            EagerError::Usage(format!("`{}` has no program", self.plan.schema.full_name()))
-        })?;
+        let name = self.op().full_name();
+        let text = self
+            .module
+            .as_deref()
+            .ok_or_else(|| EagerError::Usage(format!("`{name}` has no program")))?;
         let exe = client
             .compile(text, &CompileOptions::default())
-            .map_err(|e| EagerError::device(&self.plan.schema.full_name(), String::new(), &e))?;
+            .map_err(|e| EagerError::device(&name, String::new(), &e))?;
         let exe = Arc::new(exe);
         *slot = Some(exe.clone());
         Ok((exe, true))
     }
 
-    pub(crate) fn op(&self) -> &'static tessera_ops::OpSchema {
-        self.plan.schema
+    pub(crate) fn op(&self) -> OpName {
+        match &self.lowering {
+            Lowering::Aten(p) => OpName::Aten(p.schema),
+            Lowering::Program(name) => OpName::Program(name),
+        }
+    }
+
+    /// The ATen plan of an entry made by an op call (every entry [`lookup`] finds).
+    pub(crate) fn plan(&self) -> Result<&Plan> {
+        match &self.lowering {
+            Lowering::Aten(p) => Ok(p),
+            Lowering::Program(name) => Err(EagerError::Usage(format!(
+                "internal: program `{name}` is no ATen op"
+            ))),
+        }
+    }
+
+    /// A new entry for a whole module of another origin whose `@main` takes and returns
+    /// tensors of these types.
+    pub(crate) fn program(name: &'static str, module: String, results: Vec<TensorType>) -> OpEntry {
+        OpEntry {
+            id: next_id(),
+            lowering: Lowering::Program(name),
+            random: false,
+            outs: (0..results.len()).map(OutKind::Tensor).collect(),
+            writes: Vec::new(),
+            results,
+            checks: Vec::new(),
+            module: Some(module),
+            exe: Mutex::new(None),
+        }
     }
 }
 
@@ -135,6 +176,11 @@ pub(crate) fn key_of<T>(
         }
     }
     k
+}
+
+fn next_id() -> u64 {
+    static IDS: AtomicU64 = AtomicU64::new(1);
+    IDS.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Pushes a tensor type into a key.
@@ -220,11 +266,10 @@ pub(crate) fn build_entry(
             Out::None => OutKind::None,
         })
         .collect();
-    static IDS: AtomicU64 = AtomicU64::new(1);
     let entry = Arc::new(OpEntry {
-        id: IDS.fetch_add(1, Ordering::Relaxed),
+        id: next_id(),
         writes: lowered.writes,
-        plan: p,
+        lowering: Lowering::Aten(p),
         random,
         outs,
         results,

@@ -15,22 +15,15 @@ pub enum EagerError {
         source: std::sync::Arc<OpError>,
     },
     /// Launching or running the op's program on the device failed.
-    #[error("`aten::{op}` failed on the device{}: {message}", fmt_args(.args))]
+    #[error("{} failed on the device{}: {message}", quoted(.op), fmt_args(.args))]
     Device {
         op: String,
         /// The argument types where known (Debug mode), else empty.
         args: String,
         message: String,
     },
-    /// A program of another origin ([`crate::run_program`]: a kernel op) failed on the device.
-    #[error("{name} failed on the device (inputs: {args}): {message}")]
-    Program {
-        name: String,
-        args: String,
-        message: String,
-    },
     /// A tensor was read whose producing op failed (earlier, or in a flush that failed).
-    #[error("this tensor has no value: it is the result of `aten::{op}`, which failed: {message}")]
+    #[error("this tensor has no value: it is the result of {}, which failed: {message}", quoted(.op))]
     Failed { op: String, message: String },
     /// The eager runtime could not start (no device, no plugin).
     #[error("eager runtime: {0}")]
@@ -38,6 +31,16 @@ pub enum EagerError {
     /// A call the eager runtime cannot make (yet), or a misuse of its API.
     #[error("{0}")]
     Usage(String),
+}
+
+/// An ATen op's name as `aten::add.Tensor` in backquotes; a name of words (a program's
+/// `kernel \`softmax\``, a fused program's list of ops) as it is.
+fn quoted(op: &str) -> String {
+    if op.contains(' ') {
+        op.to_string()
+    } else {
+        format!("`aten::{op}`")
+    }
 }
 
 fn fmt_args(args: &str) -> String {

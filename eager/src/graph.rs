@@ -4,7 +4,7 @@
 //! program is cached under a structural key (op entries, how they connect, which results
 //! live), so a repeated loop body compiles once.
 
-use crate::cache::OpEntry;
+use crate::cache::{Lowering, OpEntry};
 use crate::error::{EagerError, Result};
 use crate::mode::EagerMode;
 use crate::runtime::{Runtime, Val};
@@ -203,12 +203,22 @@ fn build_module(
                 Src::Node(j, o) => vals[j as usize][o as usize].clone(),
             })
             .collect();
-        cx.seed = n.entry.plan.options.seed;
-        // A random op's key is its last argument ([`crate::rng`]).
-        cx.rng_key = if n.entry.random { args.pop() } else { None };
-        let lowered = lower_planned(&mut cx, &n.entry.plan, &args)
-            .map_err(|e| EagerError::op(String::new(), e))?;
-        let results = result_values(&lowered.outs);
+        let results = match &n.entry.lowering {
+            Lowering::Aten(plan) => {
+                cx.seed = plan.options.seed;
+                // A random op's key is its last argument ([`crate::rng`]).
+                cx.rng_key = if n.entry.random { args.pop() } else { None };
+                let lowered = lower_planned(&mut cx, plan, &args)
+                    .map_err(|e| EagerError::op(String::new(), e))?;
+                result_values(&lowered.outs)
+            }
+            Lowering::Program(name) => {
+                let module = n.entry.module.as_deref().unwrap_or_default();
+                let refs: Vec<&Value> = args.iter().collect();
+                cx.f.call_module(module, &refs, n.entry.results.clone())
+                    .map_err(|e| EagerError::Usage(format!("{name} in a fused program: {e}")))?
+            }
+        };
         vals.push(results);
         check_ops.resize(cx.checks.len(), n.entry.op().full_name());
     }

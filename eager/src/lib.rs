@@ -44,7 +44,7 @@ pub use compiled::{compile, CompiledFn};
 pub use error::{EagerError, Result};
 pub use methods::{add_out, first_tensor};
 pub use mode::{default_mode, mode, mode_from, set_mode, EagerMode, ModeGuard};
-pub use program::run_program;
+pub use program::ProgramOp;
 pub use rng::manual_seed;
 pub use rules::{set_max_pending_ops, MAX_PENDING_OPS};
 pub use runtime::{call, sync, Output};

@@ -6,7 +6,7 @@ use crate::graph::Src;
 use crate::mode::EagerMode;
 use crate::runtime::Runtime;
 use crate::stats::{count, FlushReason};
-use crate::tensor::{State, Storage, Tensor};
+use crate::tensor::{OpName, State, Storage, Tensor};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_lowering::stablehlo::TensorType;
@@ -50,7 +50,7 @@ pub(crate) struct Replay {
     /// Tensors that existed before the trace and that it wrote: output position, which,
     /// type.
     writes: Vec<(usize, Target, TensorType)>,
-    ops: Vec<&'static tessera_ops::OpSchema>,
+    ops: Vec<OpName>,
     /// The program's data checks (op name, kind); their flags are its outputs from
     /// `checks_at` on, read at the next sync point.
     checks: Arc<Vec<(String, CheckKind)>>,

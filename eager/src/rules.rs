@@ -2,6 +2,7 @@
 //! tested on its own (`eager/tests/rules_tests.rs`).
 
 use crate::cache::OpEntry;
+use crate::tensor::OpName;
 use tessera_runtime::DeviceKind;
 
 /// A graph is cut once it holds this many ops (TorchTPU's forced split of very large
@@ -56,7 +57,7 @@ const SLOW_FUSED_MIN_ELEMENTS: usize = 16384;
 /// elementwise op on a large tensor, on the CPU plugin).
 pub(crate) fn cut_after(entry: &OpEntry, device: DeviceKind) -> bool {
     device == DeviceKind::Cpu
-        && SLOW_FUSED_ON_CPU.contains(&entry.op().name)
+        && matches!(entry.op(), OpName::Aten(s) if SLOW_FUSED_ON_CPU.contains(&s.name))
         && entry
             .results
             .first()

@@ -6,7 +6,7 @@ use crate::error::{EagerError, Result};
 use crate::graph::Graph;
 use crate::mode::{mode, EagerMode};
 use crate::stats::{count, FlushReason};
-use crate::tensor::{op_name, PendingRef, State, Tensor};
+use crate::tensor::{op_name, OpName, PendingRef, State, Tensor};
 use crate::{scalars, view};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -15,7 +15,7 @@ use std::time::Instant;
 use tessera_lowering::stablehlo::TensorType;
 use tessera_lowering::{DType, HostTensor};
 use tessera_ops::bind::Bound;
-use tessera_ops::{ArgValue, CallOptions, CheckKind, OpSchema};
+use tessera_ops::{ArgValue, CallOptions, CheckKind};
 use tessera_runtime::{AlignedBytes, Buffer, Client, Device, DeviceKind};
 
 /// One result of an op call, per schema return.
@@ -214,8 +214,9 @@ impl Runtime {
         }
         let tensors: Vec<&Tensor> = bound.values.iter().flat_map(|v| v.tensors()).collect();
         let need = (!m.defers()).then_some(FlushReason::NeedsValue);
-        let mut inputs = Vec::with_capacity(entry.plan.inputs.len());
-        for &i in &entry.plan.inputs {
+        let plan = entry.plan()?;
+        let mut inputs = Vec::with_capacity(plan.inputs.len());
+        for &i in &plan.inputs {
             let t = tensors[i];
             let v = self.value_of(t, need)?.1;
             // Where a graph input came from (a compiled function's replay reads it again).
@@ -231,7 +232,7 @@ impl Runtime {
             self.graph.record(&entry, inputs, m)
         } else {
             let vals: Vec<Val> = inputs.into_iter().map(|(v, _)| v).collect();
-            self.launch(&entry, &vals, m, &bound)?
+            self.launch(&entry, &vals, m, &|| describe(&types_of(&bound)))?
         };
         let outs = self.outputs(&entry, &bound, results)?;
         if m.defers() && self.graph.is_full() {
@@ -243,12 +244,13 @@ impl Runtime {
     }
 
     /// Runs one op's own program now (Strict: without waiting; Debug: waiting).
-    fn launch(
+    /// `arguments` describes the call's arguments for Debug's errors.
+    pub(crate) fn launch(
         &mut self,
         entry: &OpEntry,
         inputs: &[Val],
         m: EagerMode,
-        call: &Bound<Tensor>,
+        arguments: &dyn Fn() -> String,
     ) -> Result<Vec<Val>> {
         let op = entry.op();
         let mut bufs: Vec<&Buffer> = Vec::with_capacity(inputs.len());
@@ -263,13 +265,7 @@ impl Runtime {
             }
         }
         let debug = m == EagerMode::Debug;
-        let args = || {
-            if debug {
-                describe(&types_of(call))
-            } else {
-                String::new()
-            }
-        };
+        let args = || if debug { arguments() } else { String::new() };
         let (exe, compiled) = entry.executable(&self.client).map_err(|e| match e {
             EagerError::Device { op, message, .. } if debug => EagerError::Device {
                 op,
@@ -354,7 +350,7 @@ impl Runtime {
         &mut self,
         t: &Tensor,
         need: Option<FlushReason>,
-    ) -> Result<(TensorType, Val, Option<&'static OpSchema>)> {
+    ) -> Result<(TensorType, Val, Option<OpName>)> {
         if t.view.is_some() {
             let base = view::materialize(self, t)?;
             return self.value_of(&base, need);
@@ -394,14 +390,14 @@ impl Runtime {
     }
 
     /// A new tensor holding `v`.
-    pub(crate) fn wrap(&mut self, ty: TensorType, v: Val, op: &'static OpSchema) -> Tensor {
+    pub(crate) fn wrap(&mut self, ty: TensorType, v: Val, op: OpName) -> Tensor {
         let state = self.state_of(v, Some(op));
         let t = Tensor::from_state(ty, state, self.kind);
         self.graph.hold(&t.storage);
         t
     }
 
-    fn state_of(&self, v: Val, op: Option<&'static OpSchema>) -> State {
+    fn state_of(&self, v: Val, op: Option<OpName>) -> State {
         match v {
             Val::Buf(buf) => State::Ready { buf, op },
             Val::Pending(r) => State::Pending(r),
@@ -494,7 +490,7 @@ impl Runtime {
                 _ => {}
             }
         }
-        outs.truncate(entry.plan.returns);
+        outs.truncate(entry.plan()?.returns);
         Ok(outs)
     }
 

@@ -48,7 +48,7 @@ pub(crate) enum State {
     /// (None: uploaded), for errors that surface when it is read.
     Ready {
         buf: Arc<Buffer>,
-        op: Option<&'static OpSchema>,
+        op: Option<OpName>,
     },
     /// Result `out` of node `node` of the deferred graph `graph`.
     Pending(PendingRef),
@@ -77,9 +77,26 @@ impl Storage {
     }
 }
 
+/// What made a value: an ATen op, or a program of another origin ([`crate::ProgramOp`]:
+/// a kernel op), named as its caller named it (`kernel \`softmax\``).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OpName {
+    Aten(&'static OpSchema),
+    Program(&'static str),
+}
+
+impl OpName {
+    pub(crate) fn full_name(self) -> String {
+        match self {
+            OpName::Aten(s) => s.full_name(),
+            OpName::Program(name) => name.to_string(),
+        }
+    }
+}
+
 /// The display name of an op for messages (`add.Tensor`; `upload` for host data).
-pub(crate) fn op_name(op: Option<&'static OpSchema>) -> String {
-    op.map_or_else(|| "upload".to_string(), |s| s.full_name())
+pub(crate) fn op_name(op: Option<OpName>) -> String {
+    op.map_or_else(|| "upload".to_string(), OpName::full_name)
 }
 
 impl Tensor {

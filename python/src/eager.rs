@@ -80,10 +80,9 @@ pub(crate) fn err(e: EagerError) -> PyErr {
             }
             OpError::Runtime { .. } => DeviceError::new_err(msg),
         },
-        EagerError::Device { .. }
-        | EagerError::Program { .. }
-        | EagerError::Failed { .. }
-        | EagerError::Runtime(_) => DeviceError::new_err(msg),
+        EagerError::Device { .. } | EagerError::Failed { .. } | EagerError::Runtime(_) => {
+            DeviceError::new_err(msg)
+        }
         EagerError::Usage(_) => ArgumentError::new_err(msg),
     }
 }

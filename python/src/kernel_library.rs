@@ -8,7 +8,8 @@ use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use tessera_eager::ProgramOp;
 use tessera_lowering::DType;
 use tessera_runtime::{CompileOptions, Executable};
 
@@ -46,9 +47,38 @@ impl Library {
 
 static LIBRARIES: LazyLock<Mutex<HashMap<String, Arc<Library>>>> = LazyLock::new(Default::default);
 type Key = (String, String, Vec<(DType, Vec<usize>)>);
-/// (executable, output dtypes and shapes) per (library, kernel, signature).
-type Lowered = (Arc<Executable>, Vec<(String, Vec<usize>)>);
-static LOWERED: LazyLock<Mutex<HashMap<Key, Lowered>>> = LazyLock::new(Default::default);
+/// A library kernel lowered for one input signature: its module, its outputs' dtypes and
+/// shapes, and (made on first use) its executable and its eager op.
+struct Lowered {
+    name: String,
+    text: String,
+    outputs: Vec<(String, Vec<usize>)>,
+    exe: OnceLock<Arc<Executable>>,
+    op: OnceLock<ProgramOp>,
+}
+
+impl Lowered {
+    fn executable(&self) -> PyResult<Arc<Executable>> {
+        if let Some(e) = self.exe.get() {
+            return Ok(e.clone());
+        }
+        let exe = device()?
+            .client()
+            .and_then(|c| c.compile_cached(&self.text, &CompileOptions::default()))
+            .map_err(|e| DeviceError::new_err(format!("kernel `{}`: {e}", self.name)))?;
+        Ok(self.exe.get_or_init(|| exe).clone())
+    }
+
+    fn program_op(&self) -> PyResult<ProgramOp> {
+        if let Some(op) = self.op.get() {
+            return Ok(op.clone());
+        }
+        let op = crate::kernel_ops::program_op(&self.name, self.text.clone())?;
+        Ok(self.op.get_or_init(|| op).clone())
+    }
+}
+
+static LOWERED: LazyLock<Mutex<HashMap<Key, Arc<Lowered>>>> = LazyLock::new(Default::default);
 
 fn library(path: &str) -> PyResult<Arc<Library>> {
     let mut libs = LIBRARIES.lock().unwrap_or_else(|e| e.into_inner());
@@ -111,7 +141,7 @@ pub fn library_kernels(py: Python<'_>, path: &str) -> PyResult<Vec<Py<PyDict>>> 
         .collect()
 }
 
-fn lowered(path: &str, name: &str, signature: &[(DType, Vec<usize>)]) -> PyResult<Lowered> {
+fn lowered(path: &str, name: &str, signature: &[(DType, Vec<usize>)]) -> PyResult<Arc<Lowered>> {
     let key = (path.to_string(), name.to_string(), signature.to_vec());
     if let Some(l) = LOWERED.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(l.clone());
@@ -134,11 +164,13 @@ fn lowered(path: &str, name: &str, signature: &[(DType, Vec<usize>)]) -> PyResul
     })?;
     let outputs: Vec<(String, Vec<usize>)> = serde_json::from_value(answer["outputs"].clone())
         .map_err(|e| ArgumentError::new_err(format!("kernel `{name}`: bad outputs: {e}")))?;
-    let exe = device()?
-        .client()
-        .and_then(|c| c.compile_cached(text, &CompileOptions::default()))
-        .map_err(|e| DeviceError::new_err(format!("kernel `{name}`: {e}")))?;
-    let l = (exe, outputs);
+    let l = Arc::new(Lowered {
+        name: name.to_string(),
+        text: text.to_string(),
+        outputs,
+        exe: OnceLock::new(),
+        op: OnceLock::new(),
+    });
     LOWERED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -153,7 +185,9 @@ pub fn library_meta(
     name: &str,
     inputs: Vec<(String, Vec<usize>)>,
 ) -> PyResult<Vec<(String, Vec<usize>)>> {
-    Ok(lowered(path, name, &crate::kernel_ops::signature(inputs)?)?.1)
+    Ok(lowered(path, name, &crate::kernel_ops::signature(inputs)?)?
+        .outputs
+        .clone())
 }
 
 /// Runs a library kernel on CPU tensors; outputs as torch tensors (see `kernel_run`).
@@ -165,11 +199,12 @@ pub fn library_run(
     tensors: &Bound<'_, PyList>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let inputs = crate::kernel_ops::host_inputs(name, tensors)?;
-    let (exe, _) = lowered(path, name, &inputs.signature())?;
+    let exe = lowered(path, name, &inputs.signature())?.executable()?;
     crate::kernel_ops::execute(py, name, &exe, &inputs)
 }
 
-/// Runs a library kernel on eager device tensors (no host copy); see `kernel_run_eager`.
+/// Runs a library kernel on eager device tensors (no host copy; an op of the eager runtime);
+/// see `kernel_run_eager`.
 #[pyfunction]
 pub fn library_run_eager(
     py: Python<'_>,
@@ -179,10 +214,6 @@ pub fn library_run_eager(
 ) -> PyResult<Vec<crate::eager::EagerTensor>> {
     let sig: Vec<(DType, Vec<usize>)> =
         tensors.iter().map(|t| (t.t.dtype(), t.t.shape())).collect();
-    let (exe, outputs) = lowered(path, name, &sig)?;
-    let outputs = crate::kernel_ops::signature(outputs)?
-        .into_iter()
-        .map(|(d, s)| tessera_lowering::stablehlo::TensorType::new(s, d))
-        .collect();
-    crate::kernel_ops::run_eager(py, name, &(exe, outputs), &tensors)
+    let op = lowered(path, name, &sig)?.program_op()?;
+    crate::kernel_ops::call_eager(py, &op, &tensors)
 }

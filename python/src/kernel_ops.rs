@@ -8,9 +8,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
+use tessera_eager::ProgramOp;
 use tessera_kernels::ShippedKernel;
 use tessera_lowering::kernel::ParamRole;
-use tessera_lowering::stablehlo::{Form, TensorType};
+use tessera_lowering::stablehlo::{emit_kernel_as, Form};
 use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::{DType, HostTensor};
 use tessera_runtime::{Device, DeviceKind, Executable};
@@ -103,15 +104,14 @@ pub fn kernel_launch_config(
 /// Compiled kernels by (kernel, input signature): a cached call neither re-traces the launch
 /// nor re-emits and hashes StableHLO text (a trace + emit costs ~0.1-1 ms; see the note of #14).
 type Key = (&'static str, Vec<(DType, Vec<usize>)>);
-/// A compiled kernel and the types of its outputs.
-pub type Compiled = (Arc<Executable>, Vec<TensorType>);
-static EXECUTABLES: LazyLock<Mutex<HashMap<Key, Compiled>>> = LazyLock::new(Default::default);
+static EXECUTABLES: LazyLock<Mutex<HashMap<Key, Arc<Executable>>>> =
+    LazyLock::new(Default::default);
 
 fn executable(
     kernel: &'static ShippedKernel,
     signature: &[(DType, Vec<usize>)],
     dev: &Device,
-) -> PyResult<Compiled> {
+) -> PyResult<Arc<Executable>> {
     let key = (kernel.name, signature.to_vec());
     if let Some(c) = EXECUTABLES
         .lock()
@@ -123,17 +123,11 @@ fn executable(
     let program = trace(kernel, signature, Some(dev))?;
     let exe = tessera_runtime::compile_program(&program, dev, Form::Auto)
         .map_err(|e| DeviceError::new_err(format!("kernel `{}`: {e}", kernel.name)))?;
-    let outputs = program
-        .outputs
-        .iter()
-        .map(|o| TensorType::new(o.array_shape.clone(), o.dtype))
-        .collect();
-    let c = (exe, outputs);
     EXECUTABLES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(key, c.clone());
-    Ok(c)
+        .insert(key, exe.clone());
+    Ok(exe)
 }
 
 /// The shipped kernels: name, about, problem_dims, inputs and outputs (parameter names).
@@ -205,12 +199,15 @@ pub fn kernel_run(
             })
             .collect();
     }
-    let (exe, _) = executable(kernel, &signature, dev)?;
+    let exe = executable(kernel, &signature, dev)?;
     execute(py, name, &exe, &inputs)
 }
 
 /// Runs `kernel` on eager device tensors (the `tpu` torch device's storage): no host copy in
-/// or out; the results are new eager tensors. Same checks and errors as `kernel_run`.
+/// or out; the results are new eager tensors. The kernel is an op of the eager runtime: it
+/// launches on its own in Strict and Debug, and is recorded into the fused program in
+/// DeferAndFuse and in a compiled trace (`torch.compile` on the device). Same checks and
+/// errors as `kernel_run`.
 #[pyfunction]
 pub fn kernel_run_eager(
     py: Python<'_>,
@@ -226,20 +223,45 @@ pub fn kernel_run_eager(
             "kernel `{name}`: device tensors live on a PJRT device, not the interpreter"
         )));
     }
-    let compiled = executable(kernel, &signature, dev)?;
-    run_eager(py, name, &compiled, &tensors)
+    let key = (kernel.name, signature);
+    let cached = PROGRAM_OPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+        .cloned();
+    let op = match cached {
+        Some(op) => op,
+        None => {
+            let program = trace(kernel, &key.1, Some(dev))?;
+            let text = emit_kernel_as(&program, Form::Auto)
+                .map_err(|e| DeviceError::new_err(format!("kernel `{name}`: {e}")))?;
+            let op = program_op(name, text)?;
+            PROGRAM_OPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, op.clone());
+            op
+        }
+    };
+    call_eager(py, &op, &tensors)
 }
 
-/// Runs a compiled kernel on eager tensors (see `kernel_run_eager`).
-pub fn run_eager(
+/// Kernels as eager ops by (kernel, input signature).
+static PROGRAM_OPS: LazyLock<Mutex<HashMap<Key, ProgramOp>>> = LazyLock::new(Default::default);
+
+/// A kernel's module as an op of the eager runtime, named `kernel \`name\`` in errors.
+pub fn program_op(name: &str, module: String) -> PyResult<ProgramOp> {
+    ProgramOp::new(&format!("kernel `{name}`"), module).map_err(crate::eager::err)
+}
+
+/// Calls a kernel's eager op on eager tensors (see `kernel_run_eager`).
+pub fn call_eager(
     py: Python<'_>,
-    name: &str,
-    (exe, outputs): &Compiled,
+    op: &ProgramOp,
     tensors: &[PyRef<'_, EagerTensor>],
 ) -> PyResult<Vec<EagerTensor>> {
     let inputs: Vec<tessera_eager::Tensor> = tensors.iter().map(|t| t.t.clone()).collect();
-    let label = format!("kernel `{name}`");
-    py.detach(|| tessera_eager::run_program(exe, &inputs, outputs, &label))
+    py.detach(|| op.call(&inputs))
         .map(|ts| ts.into_iter().map(|t| EagerTensor { t }).collect())
         .map_err(crate::eager::err)
 }

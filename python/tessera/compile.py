@@ -17,7 +17,7 @@ from collections import Counter
 import torch
 
 from . import _native
-from .device.dispatch import _count_fallback
+from .device.dispatch import KERNEL_OPS, _count_fallback
 from .device.tensor import _contiguous_strides, _ref_meta, _Storage, _value_of_meta, _wrap
 from .device.dispatch import _native_arg as _device_arg
 from .ops import _DTYPES, _TORCH_DTYPES
@@ -32,8 +32,7 @@ def report():
 
 
 def _overload_name(func):
-    """`add.Tensor` for an ATen op; other namespaces stay qualified (`tessera::softmax`, a
-    kernel op, which runs as a fallback between the programs of its graph)."""
+    """`add.Tensor` for an ATen op; other namespaces stay qualified (`tessera::softmax`)."""
     ns, name = func._schema.name.split("::", 1)
     name = name if ns == "aten" else f"{ns}::{name}"
     return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
@@ -108,6 +107,19 @@ def _fallback(func, args, kwargs, error):
         return v
 
     return func(*host(args), **{k: host(v) for k, v in kwargs.items()})
+
+
+def _kernel_call(target, kernel, library, args, kwargs):
+    """A kernel op (`tessera.torch.register`) in the graph: an op of the traced program, which
+    calls the kernel's module as a function (no fallback, no split of the program)."""
+    if kwargs:
+        raise _native.ArgumentError(f"kernel `{kernel}`: inputs are positional, got keywords {sorted(kwargs)}")
+    values = [_native_arg(a) for a in args]
+    if library is None:
+        outs = _native.kernel_run_eager(kernel, values)
+    else:
+        outs = _native.library_run_eager(library, kernel, values)
+    return outs[0] if len(target._schema.returns) == 1 else tuple(outs)
 
 
 def _sym_size(t, dim):
@@ -202,6 +214,9 @@ class _Program:
             return _SYM.get(target, target)(*args, **kwargs)  # arithmetic on sizes
         if not isinstance(target, torch._ops.OpOverload):
             raise _native.UnsupportedError(f"tessera compile: {target} is not an ATen op")
+        kernel = KERNEL_OPS.get(target)
+        if kernel is not None:
+            return _kernel_call(target, *kernel, args, kwargs)
         name = _overload_name(target)
         try:
             outs = _native.eager_call(name, [_native_arg(a) for a in args],

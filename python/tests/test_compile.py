@@ -196,25 +196,35 @@ def test_a_graph_break_on_the_tpu_device_runs_the_eager_part_on_the_device():
     torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-6)
 
 
-def test_a_kernel_op_in_a_compiled_model_on_the_tpu_device_is_a_counted_fallback():
-    class M(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = torch.nn.Linear(128, 128)
+class _KernelModel(torch.nn.Module):
+    """A kernel op between ATen ops."""
 
-        def forward(self, x):
-            return torch.ops.tessera.softmax(self.lin(x)) * 2
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(128, 128)
 
+    def forward(self, x):
+        return torch.ops.tessera.softmax(self.lin(x)) * 2
+
+
+@pytest.mark.parametrize("device", ["cpu", "tpu"])
+def test_a_kernel_op_in_a_compiled_model_runs_inside_its_program(device):
     torch.manual_seed(0)
-    m = M()
+    m = _KernelModel()
     x = torch.randn(8, 128, generator=torch.Generator().manual_seed(10))
     with torch.no_grad():
         want = torch.softmax(m.lin(x), -1) * 2
-        before = tc.report()["fallbacks"].get("tessera::softmax", 0)
-        got = torch.compile(m.to("tpu"), backend="tessera", fullgraph=True)(x.to("tpu"))
-    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-7)
-    # Named as the kernel op it is (it runs between the programs of its graph).
-    assert tc.report()["fallbacks"]["tessera::softmax"] == before + 1
+        before = tc.report()
+        f = torch.compile(m.to(device), backend="tessera", fullgraph=True)
+        for _ in range(3):
+            got = f(x.to(device))
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-7)
+    after = tc.report()
+    # The kernel's module is called from the graph's one program: no fallback, one trace,
+    # three calls of it.
+    assert after["fallbacks"] == before["fallbacks"]
+    assert after["programs_traced"] - before.get("programs_traced", 0) == 1
+    assert after["calls"] - before.get("calls", 0) == 3
 
 
 def test_mixing_devices_in_a_compiled_model_on_the_tpu_device_is_pytorchs_error():

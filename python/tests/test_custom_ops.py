@@ -238,6 +238,29 @@ def test_kernel_ops_between_device_ops_and_autograd_on_the_device():
     torch.testing.assert_close(gd.cpu(), gx, atol=1e-4, rtol=1e-4)
 
 
+def test_kernel_ops_fuse_with_device_ops_in_defer_mode():
+    # In DeferAndFuse the kernel op is recorded like an ATen op: the ops before it, the kernel
+    # and the ops after it run as one program at the read.
+    import tessera.device as td
+
+    g = torch.Generator().manual_seed(7)
+    x, w = torch.randn(16, 128, generator=g), torch.randn(128, 256, generator=g)
+    xd, wd = tt.to_device(x), tt.to_device(w)
+    want = torch.softmax((x * 2.0) @ w, -1) + 1.0
+    td.set_mode("defer")
+    try:
+        td.reset_metrics()
+        for _ in range(3):
+            yd = torch.ops.tessera.softmax(torch.ops.tessera.matmul(xd * 2.0, wd)) + 1.0
+            torch.testing.assert_close(yd.cpu(), want, atol=1e-4, rtol=1e-4)
+        defer = td.metrics()["eager"]["defer"]
+    finally:
+        td.set_mode(None)
+    # One program per read (mul, matmul kernel, softmax kernel, add), compiled once.
+    assert defer["launches"] == 3, defer
+    assert defer["compiles"] == 1, defer
+
+
 def test_kernel_ops_refuse_mixed_devices_naming_the_kernel():
     xd = tt.to_device(torch.randn(16, 128))
     with pytest.raises(tessera.ArgumentError, match=r"kernel `matmul`: input 1 is on cpu"):
