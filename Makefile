@@ -43,10 +43,13 @@ $(VENV)/.ready:
 	$(PY) -m pip install -q xla-cpu-pjrt==0.0.1 jax==0.10.2 jaxlib==0.10.2
 	touch $@
 
-# torch, pytest and maturin, for the PyTorch bridge (python/) and the ATen op sweep.
-torch: $(VENV)/.torch2
-$(VENV)/.torch2: $(VENV)/.ready
-	$(PY) -m pip install -q $(TORCH) pytest==9.2.0 expecttest hypothesis maturin==1.16.0 $(MODEL_PACKAGES)
+# torch, pytest and maturin, for the PyTorch bridge (python/) and the ATen op sweep; ninja and
+# g++ build kernel ops' C++ CPU implementation (python/tessera/csrc) with torch's cpp_extension.
+torch: $(VENV)/.torch3
+$(VENV)/.torch3: $(VENV)/.ready
+	@command -v g++ >/dev/null || { echo "installing g++ (kernel ops' C++ implementation)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; }
+	$(PY) -m pip install -q $(TORCH) pytest==9.2.0 expecttest hypothesis maturin==1.16.0 ninja==1.13.2 $(MODEL_PACKAGES)
 	touch $@
 
 # The bridge: python/ (PyO3) built by maturin into the venv as the package `tessera`.
@@ -93,7 +96,7 @@ models: plugin python
 ZOO_ARGS ?=
 zoo: plugin python $(VENV)/.zoo
 	cd python && $(PY) -m zoo.run $(ZOO_ARGS)
-$(VENV)/.zoo: $(VENV)/.torch2
+$(VENV)/.zoo: $(VENV)/.torch3
 	$(PY) -m pip install -q $(ZOO_PACKAGES)
 	touch $@
 

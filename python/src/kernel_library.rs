@@ -178,6 +178,15 @@ fn lowered(path: &str, name: &str, signature: &[(DType, Vec<usize>)]) -> PyResul
     Ok(l)
 }
 
+/// A library kernel's executable for inputs of `signature`.
+pub fn executable(
+    path: &str,
+    name: &str,
+    signature: &[(DType, Vec<usize>)],
+) -> PyResult<Arc<Executable>> {
+    lowered(path, name, signature)?.executable()
+}
+
 /// Output `(dtype, shape)`s of a library kernel for inputs of these dtypes and shapes.
 #[pyfunction]
 pub fn library_meta(
@@ -199,7 +208,7 @@ pub fn library_run(
     tensors: &Bound<'_, PyList>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let inputs = crate::kernel_ops::host_inputs(name, tensors)?;
-    let exe = lowered(path, name, &inputs.signature())?.executable()?;
+    let exe = executable(path, name, &inputs.signature())?;
     crate::kernel_ops::execute(py, name, &exe, &inputs)
 }
 

@@ -130,6 +130,19 @@ fn executable(
     Ok(exe)
 }
 
+/// The executable of a shipped kernel (`library` None) or of a library kernel, for inputs of
+/// `signature`, on the current device.
+pub fn executable_for(
+    name: &str,
+    library: Option<&str>,
+    signature: &[(DType, Vec<usize>)],
+) -> PyResult<Arc<Executable>> {
+    match library {
+        None => executable(find(name)?, signature, device()?),
+        Some(path) => crate::kernel_library::executable(path, name, signature),
+    }
+}
+
 /// The shipped kernels: name, about, problem_dims, inputs and outputs (parameter names).
 #[pyfunction]
 pub fn kernel_list(py: Python<'_>) -> PyResult<Vec<Py<PyDict>>> {
@@ -201,6 +214,51 @@ pub fn kernel_run(
     }
     let exe = executable(kernel, &signature, dev)?;
     execute(py, name, &exe, &inputs)
+}
+
+/// The kernel's own time on these CPU tensors, for benches: the median over `rounds` runs of
+/// what every call does after its arguments are read (upload without a copy, execute,
+/// download into preallocated memory), timed in Rust, in microseconds.
+#[pyfunction]
+pub fn kernel_execute_us(
+    py: Python<'_>,
+    name: &str,
+    tensors: &Bound<'_, PyList>,
+    rounds: usize,
+) -> PyResult<f64> {
+    let kernel = find(name)?;
+    let inputs = host_inputs(name, tensors)?;
+    let dev = device()?;
+    let exe = executable(kernel, &inputs.signature(), dev)?;
+    let raw: Vec<(DType, &[usize], usize)> = inputs
+        .views
+        .iter()
+        .map(|v| (v.dtype, v.shape.as_slice(), v.data as usize))
+        .collect();
+    let err =
+        |e: tessera_runtime::RuntimeError| DeviceError::new_err(format!("kernel `{name}`: {e}"));
+    let first = launch(dev, &exe, &raw).map_err(err)?;
+    let mut targets = Vec::new();
+    let mut keep = Vec::new();
+    for b in &first {
+        let (t, ptr) = empty_torch(py, b.dtype(), b.shape())?;
+        targets.push(ptr);
+        keep.push(t);
+    }
+    let mut times = py
+        .detach(|| {
+            (0..rounds.max(1))
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    let outs = launch(dev, &exe, &raw)?;
+                    download(&outs, &targets)?;
+                    Ok(start.elapsed().as_secs_f64() * 1e6)
+                })
+                .collect::<tessera_runtime::Result<Vec<f64>>>()
+        })
+        .map_err(err)?;
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
 }
 
 /// Runs `kernel` on eager device tensors (the `tpu` torch device's storage): no host copy in
@@ -361,44 +419,50 @@ pub fn execute(
         .iter()
         .map(|v| (v.dtype, v.shape.as_slice(), v.data as usize))
         .collect();
-    let outputs = py
-        .detach(|| {
-            let client = dev.client()?;
-            let bufs = inputs
-                .iter()
-                .map(|&(dtype, shape, data)| {
-                    // SAFETY: the capsules keep the memory alive past these buffers (dropped
-                    // at the end of this closure; a drop waits until PJRT releases the memory).
-                    unsafe { client.upload_aliasing(dtype, shape, data as *const u8) }
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let refs: Vec<_> = bufs.iter().collect();
-            exe.execute(&refs)
-        })
-        .map_err(err)?;
+    let outputs = py.detach(|| launch(dev, exe, &inputs)).map_err(err)?;
     // New tensors first (that needs the GIL), then every download in one GIL-free section.
     let mut results = Vec::with_capacity(outputs.len());
     let mut targets = Vec::with_capacity(outputs.len());
     for b in &outputs {
         let (t, ptr) = empty_torch(py, b.dtype(), b.shape())?;
-        targets.push((
-            ptr,
-            b.shape().iter().product::<usize>() * b.dtype().size_bytes(),
-        ));
+        targets.push(ptr);
         results.push(t.unbind());
     }
-    py.detach(|| {
-        outputs
-            .iter()
-            .zip(&targets)
-            .try_for_each(|(b, &(ptr, len))| {
-                // SAFETY: each target is a new contiguous tensor of exactly `len` bytes, held in
-                // `results` and not shared while the download writes into it.
-                b.to_host_into(unsafe { bytes_at(ptr, len) })
-            })
-    })
-    .map_err(err)?;
+    py.detach(|| download(&outputs, &targets)).map_err(err)?;
     Ok(results)
+}
+
+/// Runs `exe` on host memory: `(dtype, shape, address)` per input, each contiguous, alive
+/// and unwritten until this returns (the CPU plugin's uploads alias it).
+pub fn launch(
+    dev: &Device,
+    exe: &Executable,
+    inputs: &[(DType, &[usize], usize)],
+) -> tessera_runtime::Result<Vec<tessera_runtime::Buffer>> {
+    let client = dev.client()?;
+    let bufs = inputs
+        .iter()
+        .map(|&(dtype, shape, data)| {
+            // SAFETY: the caller keeps the memory alive past these buffers (dropped at the
+            // end of this function; a drop waits until PJRT releases the memory).
+            unsafe { client.upload_aliasing(dtype, shape, data as *const u8) }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let refs: Vec<_> = bufs.iter().collect();
+    exe.execute(&refs)
+}
+
+/// Downloads each output into the memory at `targets[i]` (a new contiguous tensor of exactly
+/// the output's size, not shared while it is written).
+pub fn download(
+    outputs: &[tessera_runtime::Buffer],
+    targets: &[usize],
+) -> tessera_runtime::Result<()> {
+    outputs.iter().zip(targets).try_for_each(|(b, &ptr)| {
+        let len = b.shape().iter().product::<usize>() * b.dtype().size_bytes();
+        // SAFETY: as this function's contract says.
+        b.to_host_into(unsafe { bytes_at(ptr, len) })
+    })
 }
 
 /// The `len` bytes at address `ptr` (a tensor's memory); empty for an empty tensor, whose

@@ -5,6 +5,7 @@ mod compiled;
 mod convert;
 mod dlpack;
 mod eager;
+mod kernel_ffi;
 mod kernel_library;
 mod kernel_ops;
 
@@ -210,6 +211,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_run, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_launch_config, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_run_eager, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_ffi::kernel_call_address, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_ops::kernel_execute_us, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_meta, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_run, m)?)?;

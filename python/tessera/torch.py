@@ -14,7 +14,7 @@ rule. Shipped kernels are registered at import (`registered()` lists them). Bad 
 
 import torch
 
-from . import _native
+from . import _cpu_kernel_ops, _native
 from .ops import _DTYPES, _TORCH_DTYPES
 
 _REGISTERED = {}
@@ -88,7 +88,12 @@ def register(kernel, name=None, *, library=None, backward=None, setup_context=No
     library = None if library is None else str(library)
     lib = torch.library.Library(ns, "FRAGMENT")
     lib.define(opname + _schema(info))
-    lib.impl(opname, lambda *ts: _run(kernel, library, ts), "CPU")
+    impl = lambda *ts: _run(kernel, library, ts)  # noqa: E731
+    native = _cpu_kernel_ops.module()
+    if native is not None:
+        native.register_cpu(ns, opname, kernel, library or "", impl)
+    else:
+        lib.impl(opname, impl, "CPU")
     torch.library.register_fake(qualname, lambda *ts: _fake(kernel, library, ts), lib=lib)
     if backward is not None:
         torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=lib)

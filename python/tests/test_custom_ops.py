@@ -205,6 +205,54 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
 
 
+def test_kernel_ops_run_through_the_cpp_implementation():
+    # The C++ CPU implementation built (g++ and ninja are installed by `make test`): the
+    # dispatcher calls it without Python. Bypassing the Python implementation is observable:
+    # a Python function patched in its place is never called on a call the runtime takes.
+    from tessera import _cpu_kernel_ops
+
+    assert _cpu_kernel_ops.module() is not None
+    calls = []
+    real = tt._run
+    tt._run = lambda *a: calls.append(a) or real(*a)
+    try:
+        x = torch.randn(16, 256, generator=torch.Generator().manual_seed(8))
+        torch.testing.assert_close(op("silu")(x), torch.nn.functional.silu(x), rtol=1e-5, atol=1e-6)
+        assert calls == []
+        # A call the runtime does not take (the kernel's launch rejects the shape) goes to the
+        # Python implementation, which raises the kernel's own error.
+        with pytest.raises(tessera.ArgumentError, match="kernel `matmul`"):
+            op("matmul")(torch.randn(16, 128), torch.randn(64, 3))
+        assert len(calls) == 1
+    finally:
+        tt._run = real
+
+
+def test_kernel_ops_through_the_python_implementation():
+    """TESSERA_CPU_KERNEL_OPS=python: the op's Python implementation (no C++ build), same
+    results and errors (its own process: the choice is made at registration)."""
+    import subprocess
+    import sys
+
+    script = """
+import torch, tessera, tessera.torch
+from tessera import _cpu_kernel_ops
+assert _cpu_kernel_ops.module() is None
+g = torch.Generator().manual_seed(0)
+x, y = torch.randn(16, 256, generator=g), torch.randn(16, 256, generator=g)
+assert torch.equal(torch.ops.tessera.add(x, y), x + y)
+try:
+    torch.ops.tessera.matmul(x, y)
+    raise SystemExit("no error")
+except tessera.ArgumentError as e:
+    assert "kernel `matmul`" in str(e), e
+print("ok")
+"""
+    env = dict(os.environ, TESSERA_CPU_KERNEL_OPS="python")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
 @pytest.mark.parametrize("name", KERNELS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 def test_kernel_ops_on_tpu_tensors_stay_on_the_device(name, dtype):

@@ -1,13 +1,15 @@
 """Per-call cost of a kernel registered as a torch op (tessera.torch), side by side in one run:
-  op        torch.ops.tessera.<kernel>(...)  (dispatcher, Python wrapper, Tessera)
-  native    tessera._native.kernel_run(...)  (Tessera alone: DLPack in, PJRT execute, out)
+  op        torch.ops.tessera.<kernel>(...)  (dispatcher, the C++ CPU implementation, Tessera)
+  op_py     the same kernel registered with its Python implementation (TESSERA_CPU_KERNEL_OPS=python)
+  native    tessera._native.kernel_run(...)  (from Python: DLPack in, PJRT execute, out)
+  exec      the kernel's own time, timed in Rust (upload without a copy, execute, download)
   aten      torch.ops.aten.<same math>       (torch's own CPU kernel, for scale)
 and on tpu device tensors (tessera.device; the launch is asynchronous in Strict mode, so these
 are the per-call host costs, the device's execution overlapping the next call):
   op_tpu    torch.ops.tessera.<kernel>(...)  (dispatcher, TpuTensor dispatch, Tessera)
   run_tpu   tessera._native.kernel_run_eager (Tessera alone: PJRT execute on the buffers)
   aten_tpu  torch.ops.aten.<same math>       (the same math as an ATen op on the device)
-Medians of interleaved rounds; the op's overhead is op - native (op_tpu - run_tpu).
+Medians; the op's overhead is op - exec (op_tpu - run_tpu).
 
     python python/tools/bench_custom_op.py [--rounds 2000]
 """
@@ -40,6 +42,19 @@ def median_us(f, rounds):
     return statistics.median(times) / 1e3
 
 
+def _python_op(kernel):
+    """The kernel registered a second time (`tessera_py::<kernel>`) with its Python
+    implementation, for comparison."""
+    from tessera import _cpu_kernel_ops
+
+    native = _cpu_kernel_ops._state.get("module")
+    _cpu_kernel_ops._state["module"] = None
+    try:
+        return tt.register(kernel, f"tessera_py::{kernel}")
+    finally:
+        _cpu_kernel_ops._state["module"] = native
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=2000)
@@ -48,12 +63,16 @@ def main():
         kernel = case.split("_")[0]
         xs = [torch.randn(s) for s in shapes]
         op = getattr(torch.ops.tessera, kernel)
+        op_py = _python_op(kernel)
         rounds = a.rounds if xs[0].numel() < 10_000 else max(a.rounds // 20, 50)
         t_op = median_us(lambda: op(*xs), rounds)
+        t_py = median_us(lambda: op_py(*xs), rounds)
         t_native = median_us(lambda: _native.kernel_run(kernel, xs), rounds)
+        t_exec = _native.kernel_execute_us(kernel, xs, rounds)
         t_aten = median_us(lambda: aten(*xs), rounds)
-        print(f"{case:>14}: op {t_op:8.1f} us  native {t_native:8.1f} us  aten {t_aten:7.1f} us  "
-              f"op overhead {t_op - t_native:6.1f} us")
+        print(f"{case:>14}: op {t_op:8.1f} us  op_py {t_py:8.1f} us  native {t_native:8.1f} us  "
+              f"exec {t_exec:8.1f} us  aten {t_aten:7.1f} us  op overhead {t_op - t_exec:6.1f} us "
+              f"(op_py {t_py - t_exec:6.1f} us)")
         ds = [tt.to_device(x) for x in xs]
         vs = [_value(d) for d in ds]
         t_op_d = median_us(lambda: op(*ds), rounds)

@@ -1,0 +1,118 @@
+// A kernel op's CPU implementation as a boxed C++ kernel: torch's dispatcher calls it without
+// Python, and it hands the tensors' memory to Tessera's runtime (`tessera_kernel_call` in
+// python/src/kernel_ffi.rs, reached through its address). Where the runtime does not take a
+// call, the op's Python implementation runs it (or raises the kernel's own error).
+#include <torch/extension.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using Alloc = void* (*)(void* ctx, size_t index, int32_t dtype, size_t rank, const int64_t* dims);
+using Call = int32_t (*)(const char* kernel, const char* library, size_t n, const void* const* data,
+                         const int32_t* dtypes, const size_t* ranks, const int64_t* const* dims,
+                         void* ctx, Alloc alloc);
+
+struct KernelOp {
+  std::string kernel;
+  std::string library;  // empty: a shipped kernel
+  py::object python_impl;
+};
+
+Call g_call = nullptr;
+
+// Never destroyed: they hold Python objects, and destructors at exit run after Python's
+// finalization, when a Python object may no longer be released.
+std::unordered_map<std::string, KernelOp>& kernel_ops() {
+  static auto* ops = new std::unordered_map<std::string, KernelOp>();
+  return *ops;
+}
+
+std::vector<std::unique_ptr<torch::Library>>& libraries() {
+  static auto* libs = new std::vector<std::unique_ptr<torch::Library>>();
+  return *libs;
+}
+
+void* alloc_output(void* ctx, size_t, int32_t dtype, size_t rank, const int64_t* dims) {
+  auto* outs = static_cast<std::vector<at::Tensor>*>(ctx);
+  outs->push_back(at::empty(c10::IntArrayRef(dims, rank),
+                            at::TensorOptions().dtype(static_cast<c10::ScalarType>(dtype))));
+  return outs->back().data_ptr();
+}
+
+void run_kernel_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& name = op.schema().name();
+  const KernelOp& k = kernel_ops().at(name);
+  const size_t n = op.schema().arguments().size();
+  auto args = torch::jit::last(*stack, n);
+  std::vector<at::Tensor> inputs;
+  inputs.reserve(n);
+  bool ours = g_call != nullptr;
+  for (const auto& a : args) {
+    if (!a.isTensor()) {
+      ours = false;
+      break;
+    }
+    at::Tensor t = a.toTensor();
+    if (t.device().type() != c10::DeviceType::CPU) {
+      ours = false;
+      break;
+    }
+    inputs.push_back(t.is_contiguous() ? t : t.contiguous());
+  }
+  std::vector<at::Tensor> outputs;
+  if (ours) {
+    std::vector<const void*> data;
+    std::vector<int32_t> dtypes;
+    std::vector<size_t> ranks;
+    std::vector<const int64_t*> dims;
+    for (const auto& t : inputs) {
+      data.push_back(t.data_ptr());
+      dtypes.push_back(static_cast<int32_t>(t.scalar_type()));
+      ranks.push_back(static_cast<size_t>(t.dim()));
+      dims.push_back(t.sizes().data());
+    }
+    ours = g_call(k.kernel.c_str(), k.library.c_str(), inputs.size(), data.data(), dtypes.data(),
+                  ranks.data(), dims.data(), &outputs, &alloc_output) == 0;
+  }
+  if (!ours) {
+    py::gil_scoped_acquire gil;
+    py::tuple py_args(n);
+    // A kernel op's schema takes tensors only.
+    for (size_t i = 0; i < n; i++)
+      py_args[i] = args[i].isTensor() ? py::cast(args[i].toTensor()) : py::none();
+    py::object result = k.python_impl(*py_args);
+    outputs.clear();
+    if (py::isinstance<py::tuple>(result)) {
+      for (auto item : result) outputs.push_back(item.cast<at::Tensor>());
+    } else {
+      outputs.push_back(result.cast<at::Tensor>());
+    }
+  }
+  torch::jit::drop(*stack, n);
+  for (auto& t : outputs) torch::jit::push(*stack, std::move(t));
+}
+
+// Makes the boxed kernel the CPU implementation of `ns::name` (already defined), running
+// kernel `kernel` of `library` ("" for a shipped kernel), else `python_impl`.
+void register_cpu(const std::string& ns, const std::string& name, const std::string& kernel,
+                  const std::string& library, py::object python_impl) {
+  kernel_ops()[ns + "::" + name] = KernelOp{kernel, library, std::move(python_impl)};
+  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, c10::DispatchKey::CPU,
+                                              __FILE__, __LINE__);
+  lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&run_kernel_op>());
+  libraries().push_back(std::move(lib));
+}
+
+void set_call(uintptr_t address) { g_call = reinterpret_cast<Call>(address); }
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("set_call", &set_call);
+  m.def("register_cpu", &register_cpu);
+}
