@@ -330,6 +330,8 @@ def _mode_for_thread():
     threads (started by C++, so `_DummyThread`s here) do not defer: the gradients they make
     must be values the training thread can read (a deferred graph belongs to its thread)."""
     want = _mode
+    if _thread.__dict__.get("applied", _thread) == want:
+        return  # already applied on this thread (the common case: every op asks)
     autograd = isinstance(threading.current_thread(), threading._DummyThread)
     _thread.autograd = autograd
     if autograd:
@@ -340,6 +342,7 @@ def _mode_for_thread():
     if want is not None and getattr(_thread, "mode", None) != want:
         _native.eager_set_mode(want)
         _thread.mode = want
+    _thread.applied = _mode
 
 
 def sync_for_thread():
