@@ -124,6 +124,35 @@ impl DType {
         self.is_signed_int() || self.is_unsigned_int()
     }
 
+    /// The dtype of PyTorch's `c10::ScalarType` enum value `code`, where Tessera has it.
+    pub fn from_torch_scalar_type(code: i64) -> Option<DType> {
+        DType::ALL
+            .into_iter()
+            .find(|d| i64::from(d.torch_scalar_type()) == code)
+    }
+
+    /// PyTorch's `c10::ScalarType` enum value of this dtype (c10's numbering: ComplexHalf,
+    /// the quantized and float8 types are the codes Tessera has no dtype for).
+    pub fn torch_scalar_type(self) -> i32 {
+        match self {
+            DType::U8 => 0,
+            DType::I8 => 1,
+            DType::I16 => 2,
+            DType::I32 => 3,
+            DType::I64 => 4,
+            DType::F16 => 5,
+            DType::F32 => 6,
+            DType::F64 => 7,
+            DType::C64 => 9,
+            DType::C128 => 10,
+            DType::Bool => 11,
+            DType::BF16 => 15,
+            DType::U16 => 27,
+            DType::U32 => 28,
+            DType::U64 => 29,
+        }
+    }
+
     /// The user-facing name (`f32`, `bf16`, `bool`, ...).
     pub fn name(self) -> &'static str {
         match self {
@@ -228,5 +257,15 @@ mod tests {
         assert_eq!(DType::C128.component(), DType::F64);
         assert!(DType::C64.is_complex() && !DType::C64.is_float() && !DType::C64.is_int());
         assert!(DType::REAL.iter().all(|d| !d.is_complex()));
+    }
+
+    #[test]
+    fn torch_scalar_types_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_torch_scalar_type(d.torch_scalar_type().into()), Some(d));
+        }
+        // c10's ComplexHalf and QInt8: no Tessera dtype.
+        assert_eq!(DType::from_torch_scalar_type(8), None);
+        assert_eq!(DType::from_torch_scalar_type(12), None);
     }
 }

@@ -285,35 +285,13 @@ fn parse_default<T>(a: &ArgSchema, d: &str) -> Result<ArgValue<T>, String> {
     if let Ok(i) = d.parse::<i64>() {
         return Ok(match a.ty {
             // torchgen prints ScalarType defaults as c10's enum value (`dtype=4`: long).
-            ArgType::DType => ArgValue::DType(scalar_type(i).ok_or_else(bad)?),
+            ArgType::DType => ArgValue::DType(DType::from_torch_scalar_type(i).ok_or_else(bad)?),
             ArgType::Float => ArgValue::Float(i as f64),
             ArgType::IntList => ArgValue::IntList(vec![i; a.len.unwrap_or(1)]),
             _ => ArgValue::Int(i),
         });
     }
     d.parse::<f64>().map(ArgValue::Float).map_err(|_| bad())
-}
-
-/// The dtype of c10's `ScalarType` enum value `code`, where Tessera has it.
-fn scalar_type(code: i64) -> Option<DType> {
-    Some(match code {
-        0 => DType::U8,
-        1 => DType::I8,
-        2 => DType::I16,
-        3 => DType::I32,
-        4 => DType::I64,
-        5 => DType::F16,
-        6 => DType::F32,
-        7 => DType::F64,
-        9 => DType::C64,
-        10 => DType::C128,
-        11 => DType::Bool,
-        15 => DType::BF16,
-        27 => DType::U16,
-        28 => DType::U32,
-        29 => DType::U64,
-        _ => return None,
-    })
 }
 
 /// Reads a scalar argument value (for the accessors).

@@ -27,49 +27,6 @@ pub type Alloc = unsafe extern "C" fn(
     dims: *const i64,
 ) -> *mut u8;
 
-/// Tessera's dtype of a torch ScalarType (c10's numbering).
-fn dtype_of(scalar_type: i32) -> Option<DType> {
-    Some(match scalar_type {
-        0 => DType::U8,
-        1 => DType::I8,
-        2 => DType::I16,
-        3 => DType::I32,
-        4 => DType::I64,
-        5 => DType::F16,
-        6 => DType::F32,
-        7 => DType::F64,
-        9 => DType::C64,
-        10 => DType::C128,
-        11 => DType::Bool,
-        15 => DType::BF16,
-        27 => DType::U16,
-        28 => DType::U32,
-        29 => DType::U64,
-        _ => return None,
-    })
-}
-
-/// torch's ScalarType of a Tessera dtype.
-fn scalar_type_of(d: DType) -> i32 {
-    match d {
-        DType::U8 => 0,
-        DType::I8 => 1,
-        DType::I16 => 2,
-        DType::I32 => 3,
-        DType::I64 => 4,
-        DType::F16 => 5,
-        DType::F32 => 6,
-        DType::F64 => 7,
-        DType::C64 => 9,
-        DType::C128 => 10,
-        DType::Bool => 11,
-        DType::BF16 => 15,
-        DType::U16 => 27,
-        DType::U32 => 28,
-        DType::U64 => 29,
-    }
-}
-
 /// Runs kernel `kernel` (of the kernel library at `library`, or a shipped one when it is
 /// empty) on `n` contiguous CPU tensors: `data[i]` points to input i, of ScalarType
 /// `dtypes[i]` and shape `dims[i][..ranks[i]]`; each output is allocated through `alloc`
@@ -91,60 +48,54 @@ pub unsafe extern "C" fn tessera_kernel_call(
     ctx: *mut c_void,
     alloc: Alloc,
 ) -> i32 {
-    std::panic::catch_unwind(|| {
-        // SAFETY: as this function's contract says.
-        unsafe { call(kernel, library, n, data, dtypes, ranks, dims, ctx, alloc) }
-    })
-    .unwrap_or(None)
-    .map_or(NOT_HANDLED, |()| OK)
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn call(
-    kernel: *const c_char,
-    library: *const c_char,
-    n: usize,
-    data: *const *const u8,
-    dtypes: *const i32,
-    ranks: *const usize,
-    dims: *const *const i64,
-    ctx: *mut c_void,
-    alloc: Alloc,
-) -> Option<()> {
-    let dev = crate::device().ok()?;
-    if dev.kind() == DeviceKind::Interp {
-        return None;
-    }
-    let kernel = CStr::from_ptr(kernel).to_str().ok()?;
-    let library = CStr::from_ptr(library).to_str().ok()?;
-    let mut signature = Vec::with_capacity(n);
-    let mut addresses = Vec::with_capacity(n);
-    for i in 0..n {
-        let dtype = dtype_of(*dtypes.add(i))?;
-        let rank = *ranks.add(i);
-        let shape = (0..rank)
-            .map(|d| usize::try_from(*(*dims.add(i)).add(d)).ok())
-            .collect::<Option<Vec<usize>>>()?;
-        signature.push((dtype, shape));
-        addresses.push(*data.add(i) as usize);
-    }
-    let exe = executable_for(kernel, (!library.is_empty()).then_some(library), &signature).ok()?;
-    let inputs: Vec<(DType, &[usize], usize)> = signature
-        .iter()
-        .zip(&addresses)
-        .map(|((d, s), &a)| (*d, s.as_slice(), a))
-        .collect();
-    let outputs = launch(dev, &exe, &inputs).ok()?;
-    let mut targets = Vec::with_capacity(outputs.len());
-    for (i, b) in outputs.iter().enumerate() {
-        let dims: Vec<i64> = b.shape().iter().map(|&d| d as i64).collect();
-        let ptr = alloc(ctx, i, scalar_type_of(b.dtype()), dims.len(), dims.as_ptr());
-        if ptr.is_null() && b.shape().iter().product::<usize>() > 0 {
+    // A panic must not unwind into C++: it is a call not handled here.
+    let run = || -> Option<()> {
+        let dev = crate::device().ok()?;
+        if dev.kind() == DeviceKind::Interp {
             return None;
         }
-        targets.push(ptr as usize);
+        let kernel = CStr::from_ptr(kernel).to_str().ok()?;
+        let library = CStr::from_ptr(library).to_str().ok()?;
+        let mut signature = Vec::with_capacity(n);
+        let mut addresses = Vec::with_capacity(n);
+        for i in 0..n {
+            let dtype = DType::from_torch_scalar_type(i64::from(*dtypes.add(i)))?;
+            let rank = *ranks.add(i);
+            let shape = (0..rank)
+                .map(|d| usize::try_from(*(*dims.add(i)).add(d)).ok())
+                .collect::<Option<Vec<usize>>>()?;
+            signature.push((dtype, shape));
+            addresses.push(*data.add(i) as usize);
+        }
+        let exe =
+            executable_for(kernel, (!library.is_empty()).then_some(library), &signature).ok()?;
+        let inputs: Vec<(DType, &[usize], usize)> = signature
+            .iter()
+            .zip(&addresses)
+            .map(|((d, s), &a)| (*d, s.as_slice(), a))
+            .collect();
+        let outputs = launch(dev, &exe, &inputs).ok()?;
+        let mut targets = Vec::with_capacity(outputs.len());
+        for (i, b) in outputs.iter().enumerate() {
+            let dims: Vec<i64> = b.shape().iter().map(|&d| d as i64).collect();
+            let ptr = alloc(
+                ctx,
+                i,
+                b.dtype().torch_scalar_type(),
+                dims.len(),
+                dims.as_ptr(),
+            );
+            if ptr.is_null() && b.shape().iter().product::<usize>() > 0 {
+                return None;
+            }
+            targets.push(ptr as usize);
+        }
+        download(&outputs, &targets).ok()
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(Some(())) => OK,
+        _ => NOT_HANDLED,
     }
-    download(&outputs, &targets).ok()
 }
 
 /// The address of [`tessera_kernel_call`], for the C++ kernel to call.
