@@ -159,6 +159,16 @@ boxed_from!(
     Interp(tessera_lowering::interp::InterpError),
 );
 
+impl From<tessera_lowering::backend::LowerError> for RuntimeError {
+    fn from(e: tessera_lowering::backend::LowerError) -> Self {
+        use tessera_lowering::backend::LowerError;
+        match e {
+            LowerError::StableHlo(e) => e.into(),
+            LowerError::Mosaic(e) => e.into(),
+        }
+    }
+}
+
 fn env_var_name(kind: &str) -> String {
     format!("TESSERA_PJRT_PLUGIN_{}", kind.to_uppercase())
 }
