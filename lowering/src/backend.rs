@@ -115,6 +115,7 @@ pub fn lower(program: &KernelProgram, backend: Backend) -> Result<Lowered, Lower
             false => CheckedModule {
                 text: stablehlo::emit_kernel_as(program, form)?,
                 checks: Vec::new(),
+                grid_rank: program.grid.len(),
             },
         }),
         Backend::Mosaic(generation) => {

@@ -133,11 +133,14 @@ pub enum RuntimeError {
     Interp(Box<tessera_lowering::interp::InterpError>),
 
     /// A traced slice start out of bounds in a checked launch (`checked_slices.rs`): the
-    /// user's line, the window, and where `dynamic_slice` would have clamped it.
-    #[error("{}", check.describe(*start))]
+    /// user's line, the grid step (program ids), the window, and where `dynamic_slice` would
+    /// have clamped it.
+    #[error("{}", check.describe(*start, step))]
     StartOutOfBounds {
         check: Box<tessera_lowering::stablehlo::BoundsCheck>,
         start: i64,
+        /// The program ids of the first step where the start was out of bounds.
+        step: Vec<i64>,
     },
 }
 

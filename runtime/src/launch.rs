@@ -8,7 +8,7 @@ use crate::compile_options::CompileOptions;
 use crate::device::Device;
 use crate::error::{Result, RuntimeError};
 use std::sync::Arc;
-use tessera_lowering::backend::{self, Backend};
+use tessera_lowering::backend::{self, Backend, Lowered};
 use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, Launch};
 use tessera_lowering::{interp, DType, HostTensor};
@@ -108,7 +108,10 @@ pub fn run_program_checked(
         .map(|t| client.upload(t))
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<_> = bufs.iter().collect();
-    let outs = strip_and_report(exe.execute(&refs)?, lowered.checks())?;
+    let outs = match &lowered {
+        Lowered::StableHlo(module) => strip_and_report(exe.execute(&refs)?, module)?,
+        _ => exe.execute(&refs)?,
+    };
     outs.iter().map(|b| b.to_host()).collect()
 }
 
