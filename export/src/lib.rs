@@ -85,9 +85,8 @@ pub fn lower(kernels: &[ExportedKernel], name: &str, signature: &str) -> Result<
     // User crates compile the module with their own PJRT plugin: StableHLO, unchecked.
     let backend = Backend::for_target(Target::StableHlo, Form::Auto, false);
     let text = backend::lower(&program, backend)
-        .map_err(|e| format!("kernel `{name}`: {e}"))?
-        .into_module()
-        .unwrap_or_default();
+        .and_then(|lowered| lowered.into_module())
+        .map_err(|e| format!("kernel `{name}`: {e}"))?;
     let outputs: Vec<Value> = program
         .outputs
         .iter()

@@ -46,9 +46,8 @@ fn softmax_lower(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     // The op's module is StableHLO on every device, so the kernel is inlined as StableHLO.
     let backend = Backend::for_target(Target::StableHlo, Form::Auto, false);
     let text = backend::lower(&program, backend)
-        .map_err(|e| LowerError::Unsupported(e.to_string()))?
-        .into_module()
-        .unwrap_or_default();
+        .and_then(|lowered| lowered.into_module())
+        .map_err(|e| LowerError::Unsupported(e.to_string()))?;
     let y = cx.call_module(&text, &[&x], vec![x.ty().clone()])?;
     Ok(vec![Out::Tensor(y[0].clone())])
 }

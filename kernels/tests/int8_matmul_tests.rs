@@ -128,5 +128,8 @@ fn the_backend_for_a_tpu_is_the_mosaic_custom_call() {
         "{text}"
     );
     let interp = Backend::for_target(Target::Interpreter, Form::Auto, true);
-    assert_eq!(lower(&program, interp).unwrap(), Lowered::Interpreted);
+    let lowered = lower(&program, interp).unwrap();
+    assert_eq!(lowered, Lowered::Interpreted);
+    let err = lowered.into_module().unwrap_err().to_string();
+    assert!(err.contains("lowers them to no module"), "{err}");
 }

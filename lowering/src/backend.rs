@@ -59,6 +59,9 @@ pub enum LowerError {
     StableHlo(#[from] EmitError),
     #[error(transparent)]
     Mosaic(#[from] MosaicError),
+    /// A module asked of the interpreter backend, which runs the program itself.
+    #[error("the interpreter runs kernels itself: it lowers them to no module")]
+    NoModule,
 }
 
 /// A kernel lowered by a [`Backend`].
@@ -95,13 +98,13 @@ impl Lowered {
         }
     }
 
-    /// The module text (see [`Lowered::checks`] for what it returns); `None` for the
+    /// The module text (see [`Lowered::checks`] for what it returns); an error for the
     /// interpreter.
-    pub fn into_module(self) -> Option<String> {
+    pub fn into_module(self) -> Result<String, LowerError> {
         match self {
-            Lowered::Interpreted => None,
-            Lowered::StableHlo(m) => Some(m.text),
-            Lowered::Mosaic { module, .. } => Some(module),
+            Lowered::Interpreted => Err(LowerError::NoModule),
+            Lowered::StableHlo(m) => Ok(m.text),
+            Lowered::Mosaic { module, .. } => Ok(module),
         }
     }
 }

@@ -168,6 +168,9 @@ impl From<tessera_lowering::backend::LowerError> for RuntimeError {
         match e {
             LowerError::StableHlo(e) => e.into(),
             LowerError::Mosaic(e) => e.into(),
+            LowerError::NoModule => {
+                RuntimeError::NoClient(crate::device::DeviceKind::Interp.name().into())
+            }
         }
     }
 }

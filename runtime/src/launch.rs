@@ -6,7 +6,7 @@
 use crate::checked_slices::{checked_slices, strip_and_report};
 use crate::compile_options::CompileOptions;
 use crate::device::Device;
-use crate::error::{Result, RuntimeError};
+use crate::error::Result;
 use std::sync::Arc;
 use tessera_lowering::backend::{self, Backend, Lowered};
 use tessera_lowering::stablehlo::Form;
@@ -124,11 +124,8 @@ pub fn compile_program(
     form: Form,
 ) -> Result<Arc<crate::Executable>> {
     let backend = Backend::for_target(device.target()?, form, false);
-    let lowered = backend::lower(program, backend)?;
-    let text = lowered
-        .module()
-        .ok_or_else(|| RuntimeError::NoClient(device.kind().name().into()))?;
+    let text = backend::lower(program, backend)?.into_module()?;
     device
         .client()?
-        .compile_cached(text, &CompileOptions::default())
+        .compile_cached(&text, &CompileOptions::default())
 }

@@ -164,11 +164,8 @@ impl TpuTarget {
     /// first, with the user's source location, in a `tpu_custom_call`) and compiles it.
     pub fn compile_program(&self, program: &KernelProgram) -> Result<AotCompiled> {
         let backend = Backend::for_target(self.target()?, Form::Auto, false);
-        let lowered = backend::lower(program, backend)?;
-        let module = lowered
-            .module()
-            .ok_or_else(|| RuntimeError::NoClient(self.name.clone()))?;
-        self.compile(module, &CompileOptions::default())
+        let module = backend::lower(program, backend)?.into_module()?;
+        self.compile(&module, &CompileOptions::default())
     }
 
     /// Compiles StableHLO text (which may call Mosaic kernels through `tpu_custom_call`).

@@ -150,7 +150,7 @@ pub fn lower(args: &LowerArgs) -> Result<(), CliError> {
         // The Mosaic kernel itself, not the `tpu_custom_call` module around it.
         Lowered::Mosaic { kernel, .. } if args.serialized => println!("{}", kernel.serialized),
         Lowered::Mosaic { kernel, .. } => println!("{}", kernel.readable),
-        lowered => println!("{}", lowered.into_module().unwrap_or_default()),
+        lowered => println!("{}", lowered.into_module().map_err(RuntimeError::from)?),
     }
     Ok(())
 }
