@@ -19,8 +19,9 @@ pub use problem::problem_of;
 
 use serde_json::{json, Value};
 use std::ffi::{c_char, CStr, CString};
+use tessera_lowering::backend::{self, Backend, Target};
 use tessera_lowering::kernel::ParamRole;
-use tessera_lowering::stablehlo::{emit_kernel_as, Form};
+use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::Launch;
 use tessera_lowering::DType;
 
@@ -81,7 +82,11 @@ pub fn lower(kernels: &[ExportedKernel], name: &str, signature: &str) -> Result<
     let program = launch
         .trace_program(&sig)
         .map_err(|e| format!("kernel `{name}`: {e}"))?;
-    let text = emit_kernel_as(&program, Form::Auto).map_err(|e| format!("kernel `{name}`: {e}"))?;
+    // User crates compile the module with their own PJRT plugin: StableHLO, unchecked.
+    let backend = Backend::for_target(Target::StableHlo, Form::Auto, false);
+    let text = backend::lower(&program, backend)
+        .and_then(|lowered| lowered.into_module())
+        .map_err(|e| format!("kernel `{name}`: {e}"))?;
     let outputs: Vec<Value> = program
         .outputs
         .iter()

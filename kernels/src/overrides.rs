@@ -5,7 +5,8 @@
 //! private function, so an override composes with other ops like any lowering.
 
 use crate::softmax;
-use tessera_lowering::stablehlo::emit_kernel;
+use tessera_lowering::backend::{self, Backend, Target};
+use tessera_lowering::stablehlo::Form;
 use tessera_lowering::DType;
 use tessera_ops::{Args, HostArgs, Lower, LowerError, LowerResult, OpOverride, Out};
 use tessera_runtime::DeviceKind;
@@ -42,7 +43,11 @@ fn softmax_lower(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let program = launch
         .trace_program(&[(x.dtype(), x.shape().to_vec())])
         .map_err(|e| LowerError::Unsupported(e.to_string()))?;
-    let text = emit_kernel(&program).map_err(|e| LowerError::Unsupported(e.to_string()))?;
+    // The op's module is StableHLO on every device, so the kernel is inlined as StableHLO.
+    let backend = Backend::for_target(Target::StableHlo, Form::Auto, false);
+    let text = backend::lower(&program, backend)
+        .and_then(|lowered| lowered.into_module())
+        .map_err(|e| LowerError::Unsupported(e.to_string()))?;
     let y = cx.call_module(&text, &[&x], vec![x.ty().clone()])?;
     Ok(vec![Out::Tensor(y[0].clone())])
 }

@@ -2,7 +2,8 @@
 //! `store_slice`, element reads and writes, DMA windows, data-dependent index maps; in grid
 //! loops, `fori` and `while` loops and `while` conditions; in the grid-loop and batched
 //! forms) is an error at the kernel's line, the line the interpreter (the oracle) reports,
-//! instead of the window StableHLO's `dynamic_slice` clamps into bounds. In bounds, checked
+//! naming the first grid step where it failed, instead of the window StableHLO's
+//! `dynamic_slice` clamps into bounds. In bounds, checked
 //! modules give the interpreter's results exactly; unchecked ones keep the clamping
 //! (documented behaviour of `TESSERA_CHECKED_SLICES=0`, the release default). Kernels with
 //! no traced start emit the same module checked or not.
@@ -163,7 +164,8 @@ fn a_load_slice_out_of_bounds_in_a_branch_taken_is_an_error_at_its_line() {
         &[&i32s(&[29, 1]), &x],
         &LOOP_FORMS,
         "IF SLICE",
-        "`load_slice` start 29 out of bounds: window of 8 at dim 0 of a ref of shape [32, 128]",
+        "`load_slice` start 29 out of bounds at grid step (0): window of 8 at dim 0 of a ref of \
+         shape [32, 128]",
     );
 }
 
@@ -294,8 +296,8 @@ fn a_dma_window_out_of_bounds_on_a_later_grid_step_is_an_error_at_its_line() {
         &[&i32s(&[0, 8, 30, -1]), &x],
         &LOOP_FORMS,
         "DMA IN",
-        "`dma_start` source start 30 out of bounds: window of 8 at dim 0 of a ref of shape \
-         [32, 128] (the CPU plugin would have clamped it to 24)",
+        "`dma_start` source start 30 out of bounds at grid step (2): window of 8 at dim 0 of a \
+         ref of shape [32, 128] (the CPU plugin would have clamped it to 24)",
     );
 }
 
@@ -328,15 +330,16 @@ fn an_index_map_reading_smem_out_of_bounds_on_a_later_step_is_an_error_at_its_bl
         &[&i32s(&[3, 0, 1, 4, 2]), &x],
         &LOOP_FORMS,
         "GATHER MAP",
-        "the index map of `x` gives block 4 at dim 0, out of bounds for blocks of 8 in an array \
-         of shape [32, 128] (the CPU plugin would have clamped it to the block at element 24)",
+        "the index map of `x` gives block 4 at dim 0 at grid step (3), out of bounds for blocks of \
+         8 in an array of shape [32, 128] (the CPU plugin would have clamped it to the block at \
+         element 24)",
     );
     fails_at(
         &launch,
         &[&i32s(&[0, 1, 2, 3, -1]), &x],
         &LOOP_FORMS,
         "GATHER MAP",
-        "gives block -1 at dim 0",
+        "gives block -1 at dim 0 at grid step (4)",
     );
 }
 
@@ -514,8 +517,81 @@ fn the_batched_form_chosen_by_auto_checks_its_traced_starts() {
         &[&x],
         &forms,
         "BATCHED SLICE",
-        "`load_slice` start 12 out of bounds: window of 8 at dim 0 of a ref of shape [16, 128] \
-         (the CPU plugin would have clamped it to 8)",
+        "`load_slice` start 12 out of bounds at grid step (0): window of 8 at dim 0 of a ref of \
+         shape [16, 128] (the CPU plugin would have clamped it to 8)",
+    );
+}
+
+thread_local! {
+    /// The row stride of [`strided_rows`] per step of grid axis 0.
+    static STRIDE: Cell<i32> = const { Cell::new(4) };
+}
+
+/// Step `(i, j)`: `o[i, j] = x[j][s .. s + 8]` with `s = program_id(0) * STRIDE`: a start
+/// that grows along axis 0 and is the same along axis 1.
+#[tpu_kernel]
+fn strided_rows(x: &Ref<f32>, o: &mut RefMut<f32>) {
+    let s = program_id(0) * STRIDE.with(Cell::get);
+    o.store(x.load_slice((s, 0), [ROWS, LANES])); // STRIDED SLICE
+}
+
+/// Step `(i, j)`: `o[i, j] = x[s .. s + 8]` with `s = starts[2 * i + j]`: a start of its own
+/// per step.
+#[tpu_kernel]
+fn per_step_rows(starts: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
+    let step = program_id(0) * 2 + program_id(1);
+    o.store(x.load_slice((starts.load_scalar([step]), 0), [ROWS, LANES])); // PER STEP SLICE
+}
+
+#[test]
+fn the_error_names_the_first_grid_step_whose_start_is_out_of_bounds() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(10);
+    // Grid (3, 2), axis 0 `arbitrary` (looped by the batched form), axis 1 parallel
+    // (batched): steps (0, *) and (1, *) are in bounds, (2, *) not. The batched form, whose
+    // start is the same at every index of axis 1, names index 0 there, as the grid loop does.
+    let x = random_f32(&mut rng, vec![2 * 2 * ROWS, LANES]);
+    let launch = strided_rows::launch()
+        .grid([3, 2])
+        .input(BlockSpec::new([2 * ROWS, LANES], |_, j| (j, 0)))
+        .output(
+            BlockSpec::new([ROWS, LANES], |i, j| (i, j)),
+            [3 * ROWS, 2 * LANES],
+        )
+        .semantics([Arbitrary, Parallel]);
+    let program = launch
+        .trace_program(&[(DType::F32, vec![2 * 2 * ROWS, LANES])])
+        .expect("traces");
+    assert_eq!(batched_form_applies(&program), Ok(()));
+    let forms = [Form::Auto, Form::Batched, Form::GridLoop];
+    STRIDE.with(|c| c.set(4));
+    matches_interp(&launch, &[&x], &forms);
+    STRIDE.with(|c| c.set(5));
+    fails_at(
+        &launch,
+        &[&x],
+        &forms,
+        "STRIDED SLICE",
+        "`load_slice` start 10 out of bounds at grid step (2, 0): window of 8 at dim 0 of a ref \
+         of shape [16, 128] (the CPU plugin would have clamped it to 8)",
+    );
+
+    // Every step its own start (grid loop only): step (1, 1) is the first out of bounds,
+    // (2, 1) the second; the first is reported.
+    let x = random_f32(&mut rng, vec![BLOCKS * ROWS, LANES]);
+    let launch = per_step_rows::launch()
+        .grid([3, 2])
+        .input(BlockSpec::new([BLOCKS * ROWS, LANES], |_, _| (0, 0)))
+        .output(
+            BlockSpec::new([ROWS, LANES], |i, j| (i, j)),
+            [3 * ROWS, 2 * LANES],
+        );
+    matches_interp(&launch, &[&i32s(&[0, 1, 24, 9, 3, 17]), &x], &LOOP_FORMS);
+    fails_at(
+        &launch,
+        &[&i32s(&[0, 1, 24, 25, 3, -1]), &x],
+        &LOOP_FORMS,
+        "PER STEP SLICE",
+        "`load_slice` start 25 out of bounds at grid step (1, 1): window of 8",
     );
 }
 

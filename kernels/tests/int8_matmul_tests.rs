@@ -106,21 +106,30 @@ fn int8_matmul_compiles_with_libtpu_for_three_generations() {
 
 #[test]
 fn the_backend_for_a_tpu_is_the_mosaic_custom_call() {
-    use tessera_lowering::backend::{lower, Backend, Target};
+    use tessera_lowering::backend::{lower, Backend, Lowered, Target};
     let program = program();
-    let tpu = Backend::for_target(Target::Tpu(TpuGeneration::V6e), Form::Auto);
+    let tpu = Backend::for_target(Target::Tpu(TpuGeneration::V6e), Form::Auto, true);
     assert_eq!(tpu, Backend::Mosaic(TpuGeneration::V6e));
-    let text = lower(&program, tpu).unwrap().expect("a module");
+    let lowered = lower(&program, tpu).unwrap();
+    assert!(
+        matches!(&lowered, Lowered::Mosaic { kernel, .. } if kernel.generation == TpuGeneration::V6e)
+    );
+    let text = lowered.module().expect("a module");
     assert!(
         text.contains("call_target_name = \"tpu_custom_call\""),
         "{text}"
     );
-    let cpu = Backend::for_target(Target::StableHlo, Form::GridLoop);
-    let text = lower(&program, cpu).unwrap().expect("a module");
+    let cpu = Backend::for_target(Target::StableHlo, Form::GridLoop, false);
+    let lowered = lower(&program, cpu).unwrap();
+    assert!(lowered.checks().is_empty());
+    let text = lowered.module().expect("a module");
     assert!(
         text.contains("\"stablehlo.while\"") && !text.contains("tpu_custom_call"),
         "{text}"
     );
-    let interp = Backend::for_target(Target::Interpreter, Form::Auto);
-    assert!(lower(&program, interp).unwrap().is_none());
+    let interp = Backend::for_target(Target::Interpreter, Form::Auto, true);
+    let lowered = lower(&program, interp).unwrap();
+    assert_eq!(lowered, Lowered::Interpreted);
+    let err = lowered.into_module().unwrap_err().to_string();
+    assert!(err.contains("lowers them to no module"), "{err}");
 }

@@ -1,13 +1,13 @@
 //! Checked slices: launches whose StableHLO has traced starts run in the emitter's checked
 //! mode (`emit_kernel_checked`), which returns, after the outputs, the first bounds check
-//! that failed and its start; a failure is an error at the user's line instead of the window
-//! `dynamic_slice` would have clamped into bounds. On in debug builds (tests included), off
-//! in release builds; `TESSERA_CHECKED_SLICES=0|1` overrides both, the `*_checked` launch
+//! that failed, its start and its grid step; a failure is an error at the user's line,
+//! naming the step, instead of the window `dynamic_slice` would have clamped into bounds.
+//! On in debug builds (tests included), off in release builds; `TESSERA_CHECKED_SLICES=0|1` overrides both, the `*_checked` launch
 //! functions override all.
 
 use crate::error::{Result, RuntimeError};
 use crate::Buffer;
-use tessera_lowering::stablehlo::BoundsCheck;
+use tessera_lowering::stablehlo::CheckedModule;
 
 pub const CHECKED_SLICES_ENV: &str = "TESSERA_CHECKED_SLICES";
 
@@ -34,15 +34,23 @@ fn parse(value: Option<String>) -> Result<bool> {
 /// Splits a checked module's outputs into the kernel's and reports the first failed check.
 pub(crate) fn strip_and_report(
     mut outs: Vec<Buffer>,
-    checks: &[BoundsCheck],
+    module: &CheckedModule,
 ) -> Result<Vec<Buffer>> {
+    let checks = &module.checks;
     if checks.is_empty() {
         return Ok(outs);
     }
-    let n = outs.len().checked_sub(2).ok_or_else(|| {
+    let internal = |message: String| {
         RuntimeError::Emit(Box::new(tessera_lowering::stablehlo::EmitError::Internal(
-            "a checked module returned no bounds-check state".into(),
+            message,
         )))
+    };
+    let n = outs.len().checked_sub(module.state_len()).ok_or_else(|| {
+        internal(format!(
+            "a checked module returned {} results, fewer than its {} of bounds-check state",
+            outs.len(),
+            module.state_len()
+        ))
     })?;
     let state = outs.split_off(n);
     let scalar = |b: &Buffer| -> Result<i64> {
@@ -56,14 +64,11 @@ pub(crate) fn strip_and_report(
     let check = usize::try_from(id - 1)
         .ok()
         .and_then(|k| checks.get(k))
-        .ok_or_else(|| {
-            RuntimeError::Emit(Box::new(tessera_lowering::stablehlo::EmitError::Internal(
-                format!("bounds check #{id} of {} failed", checks.len()),
-            )))
-        })?;
+        .ok_or_else(|| internal(format!("bounds check #{id} of {} failed", checks.len())))?;
     Err(RuntimeError::StartOutOfBounds {
         check: Box::new(check.clone()),
         start: scalar(&state[1])?,
+        step: state[2..].iter().map(scalar).collect::<Result<_>>()?,
     })
 }
 

@@ -7,6 +7,8 @@ use crate::plugin_store;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
+use tessera_lowering::backend::Target;
+use tessera_lowering::mosaic::TpuGeneration;
 
 /// The kinds of device Tessera runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -179,6 +181,25 @@ impl Device {
 
     pub fn kind(&self) -> DeviceKind {
         self.kind
+    }
+
+    /// What kernels are lowered for on this device (`tessera_lowering::backend`): the
+    /// interpreter, StableHLO (CPU, CUDA), or Mosaic for the attached TPU's generation, read
+    /// from the device kind libtpu reports.
+    pub fn target(&self) -> Result<Target> {
+        Ok(match self.kind {
+            DeviceKind::Interp => Target::Interpreter,
+            DeviceKind::Cpu | DeviceKind::Cuda => Target::StableHlo,
+            DeviceKind::Tpu => {
+                let client = self.client()?;
+                let kind = client
+                    .devices()
+                    .first()
+                    .map(|d| d.kind.as_str())
+                    .ok_or(RuntimeError::NoTpuAttached)?;
+                Target::Tpu(TpuGeneration::from_device_kind(kind)?)
+            }
+        })
     }
 
     pub fn plugin_path(&self) -> Option<&std::path::Path> {

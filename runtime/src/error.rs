@@ -133,11 +133,14 @@ pub enum RuntimeError {
     Interp(Box<tessera_lowering::interp::InterpError>),
 
     /// A traced slice start out of bounds in a checked launch (`checked_slices.rs`): the
-    /// user's line, the window, and where `dynamic_slice` would have clamped it.
-    #[error("{}", check.describe(*start))]
+    /// user's line, the grid step (program ids), the window, and where `dynamic_slice` would
+    /// have clamped it.
+    #[error("{}", check.describe(*start, step))]
     StartOutOfBounds {
         check: Box<tessera_lowering::stablehlo::BoundsCheck>,
         start: i64,
+        /// The program ids of the first step where the start was out of bounds.
+        step: Vec<i64>,
     },
 }
 
@@ -158,6 +161,19 @@ boxed_from!(
     Mosaic(tessera_lowering::mosaic::MosaicError),
     Interp(tessera_lowering::interp::InterpError),
 );
+
+impl From<tessera_lowering::backend::LowerError> for RuntimeError {
+    fn from(e: tessera_lowering::backend::LowerError) -> Self {
+        use tessera_lowering::backend::LowerError;
+        match e {
+            LowerError::StableHlo(e) => e.into(),
+            LowerError::Mosaic(e) => e.into(),
+            LowerError::NoModule => {
+                RuntimeError::NoClient(crate::device::DeviceKind::Interp.name().into())
+            }
+        }
+    }
+}
 
 fn env_var_name(kind: &str) -> String {
     format!("TESSERA_PJRT_PLUGIN_{}", kind.to_uppercase())

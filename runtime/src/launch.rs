@@ -1,13 +1,15 @@
-//! Running a kernel launch on a device: trace the launch into a `KernelProgram`, then either
-//! interpret it (`interp` device) or emit StableHLO and run it through PJRT (cached), with
-//! traced slice starts checked where `checked_slices` says (see `checked_slices.rs`).
+//! Running a kernel launch on a device: trace the launch into a `KernelProgram`, lower it for
+//! the device's target (`tessera_lowering::backend`), then either interpret it (`interp`
+//! device) or run the module through PJRT (cached), with traced slice starts checked where
+//! `checked_slices` says (see `checked_slices.rs`).
 
 use crate::checked_slices::{checked_slices, strip_and_report};
 use crate::compile_options::CompileOptions;
-use crate::device::{Device, DeviceKind};
+use crate::device::Device;
 use crate::error::Result;
 use std::sync::Arc;
-use tessera_lowering::stablehlo::{emit_kernel_as, emit_kernel_checked, Form};
+use tessera_lowering::backend::{self, Backend, Lowered};
+use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::{KernelProgram, Launch};
 use tessera_lowering::{interp, DType, HostTensor};
 
@@ -93,35 +95,36 @@ pub fn run_program_checked(
     form: Form,
     checked: bool,
 ) -> Result<Vec<HostTensor>> {
-    if device.kind() == DeviceKind::Interp {
+    let backend = Backend::for_target(device.target()?, form, checked);
+    let lowered = backend::lower(program, backend)?;
+    let Some(text) = lowered.module() else {
         let owned: Vec<HostTensor> = inputs.iter().map(|t| (*t).clone()).collect();
         return Ok(interp::run(program, &owned)?);
-    }
-    let (text, checks) = if checked {
-        let module = emit_kernel_checked(program, form)?;
-        (module.text, module.checks)
-    } else {
-        (emit_kernel_as(program, form)?, Vec::new())
     };
     let client = device.client()?;
-    let exe = client.compile_cached(&text, &CompileOptions::default())?;
+    let exe = client.compile_cached(text, &CompileOptions::default())?;
     let bufs = inputs
         .iter()
         .map(|t| client.upload(t))
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<_> = bufs.iter().collect();
-    let outs = strip_and_report(exe.execute(&refs)?, &checks)?;
+    let outs = match &lowered {
+        Lowered::StableHlo(module) => strip_and_report(exe.execute(&refs)?, module)?,
+        _ => exe.execute(&refs)?,
+    };
     outs.iter().map(|b| b.to_host()).collect()
 }
 
-/// Emits `program` as StableHLO in `form` (unchecked: its outputs are the kernel's) and
-/// compiles it through the device's cache.
+/// Lowers `program` for `device` (StableHLO in `form`, or Mosaic on a TPU; unchecked: its
+/// outputs are the kernel's) and compiles it through the device's cache. An error on the
+/// interpreter, which compiles nothing.
 pub fn compile_program(
     program: &KernelProgram,
     device: &Device,
     form: Form,
 ) -> Result<Arc<crate::Executable>> {
-    let text = emit_kernel_as(program, form)?;
+    let backend = Backend::for_target(device.target()?, form, false);
+    let text = backend::lower(program, backend)?.into_module()?;
     device
         .client()?
         .compile_cached(&text, &CompileOptions::default())

@@ -12,7 +12,9 @@ use crate::plugin::{set_libtpu_env, Plugin};
 use crate::plugin_store;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tessera_lowering::mosaic::{lower_to_mosaic, tpu_custom_call, TpuGeneration};
+use tessera_lowering::backend::{self, Backend, Target};
+use tessera_lowering::mosaic::TpuGeneration;
+use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::KernelProgram;
 
 /// TPU generations libtpu knows by these names, whether their chips form a 2-D torus
@@ -153,12 +155,16 @@ impl TpuTarget {
         &self.name
     }
 
-    /// Lowers a traced kernel to Mosaic for this target's generation (TPU rules checked first,
-    /// with the user's source location), wraps it in a `tpu_custom_call` and compiles it.
+    /// What kernels are lowered for on this topology: Mosaic for its generation.
+    pub fn target(&self) -> Result<Target> {
+        Ok(Target::Tpu(TpuGeneration::from_topology(&self.name)?))
+    }
+
+    /// Lowers a traced kernel for this target (Mosaic for its generation, TPU rules checked
+    /// first, with the user's source location, in a `tpu_custom_call`) and compiles it.
     pub fn compile_program(&self, program: &KernelProgram) -> Result<AotCompiled> {
-        let generation = TpuGeneration::from_topology(&self.name)?;
-        let kernel = lower_to_mosaic(program, generation)?;
-        let module = tpu_custom_call(program, &kernel)?.into_text();
+        let backend = Backend::for_target(self.target()?, Form::Auto, false);
+        let module = backend::lower(program, backend)?.into_module()?;
         self.compile(&module, &CompileOptions::default())
     }
 

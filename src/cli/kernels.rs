@@ -3,9 +3,10 @@
 use super::CliError;
 use clap::{Args, ValueEnum};
 use tessera_kernels::ShippedKernel;
+use tessera_lowering::backend::{self, Backend, Lowered};
 use tessera_lowering::kernel::registered_kernels;
-use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
-use tessera_lowering::stablehlo::{emit_kernel_as, Form};
+use tessera_lowering::mosaic::TpuGeneration;
+use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::DType;
 use tessera_runtime::{Device, DeviceKind, RuntimeError};
@@ -138,24 +139,18 @@ pub fn trace(k: &ShippedKernel, problem: &Problem) -> Result<KernelProgram, CliE
 
 pub fn lower(args: &LowerArgs) -> Result<(), CliError> {
     let program = trace(shipped(&args.kernel)?, &args.problem)?;
-    match args.target {
-        Target::Stablehlo => {
-            let text = emit_kernel_as(&program, args.form.into()).map_err(RuntimeError::from)?;
-            println!("{text}");
-        }
-        Target::Mosaic => {
-            let generation =
-                TpuGeneration::from_topology(&args.generation).map_err(RuntimeError::from)?;
-            let kernel = lower_to_mosaic(&program, generation).map_err(RuntimeError::from)?;
-            println!(
-                "{}",
-                if args.serialized {
-                    &kernel.serialized
-                } else {
-                    &kernel.readable
-                }
-            );
-        }
+    let target = match args.target {
+        Target::Stablehlo => backend::Target::StableHlo,
+        Target::Mosaic => backend::Target::Tpu(
+            TpuGeneration::from_topology(&args.generation).map_err(RuntimeError::from)?,
+        ),
+    };
+    let backend = Backend::for_target(target, args.form.into(), false);
+    match backend::lower(&program, backend).map_err(RuntimeError::from)? {
+        // The Mosaic kernel itself, not the `tpu_custom_call` module around it.
+        Lowered::Mosaic { kernel, .. } if args.serialized => println!("{}", kernel.serialized),
+        Lowered::Mosaic { kernel, .. } => println!("{}", kernel.readable),
+        lowered => println!("{}", lowered.into_module().map_err(RuntimeError::from)?),
     }
     Ok(())
 }

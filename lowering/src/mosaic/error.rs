@@ -73,6 +73,8 @@ pub enum MosaicError {
     },
     #[error("unknown TPU topology `{0}` (expected e.g. v4:2x2x1, v5e:2x2, v5p:2x2x1, v6e:2x2, tpu7x:2x2x1)")]
     UnknownTopology(String),
+    #[error("TPU device kind `{0}` is no generation Tessera targets (expected TPU v4, TPU v5 lite, TPU v5p, TPU v6 lite or TPU7x)")]
+    UnknownDeviceKind(String),
     /// The StableHLO wrapper could not be built.
     #[error("{loc}: building the tpu_custom_call wrapper: {message}")]
     Wrapper { message: String, loc: Loc },

@@ -57,6 +57,25 @@ impl TpuGeneration {
         Ok(found)
     }
 
+    /// The generation of an attached TPU from its PJRT device kind (`TPU v4`, `TPU v5 lite`,
+    /// `TPU v5`/`TPU v5p`, `TPU v6 lite`, `TPU7x`: the names libtpu reports and JAX matches).
+    pub fn from_device_kind(kind: &str) -> Result<TpuGeneration, MosaicError> {
+        let name: String = kind
+            .to_ascii_lowercase()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let found = match name.as_str() {
+            "tpu v4" => TpuGeneration::V4,
+            "tpu v5 lite" | "tpu v5e" => TpuGeneration::V5e,
+            "tpu v5" | "tpu v5p" => TpuGeneration::V5p,
+            "tpu v6 lite" | "tpu v6e" => TpuGeneration::V6e,
+            "tpu7x" | "tpu 7x" | "tpu v7x" => TpuGeneration::Tpu7x,
+            _ => return Err(MosaicError::UnknownDeviceKind(kind.to_string())),
+        };
+        Ok(found)
+    }
+
     /// Physical VMEM per TensorCore: no kernel can use more.
     pub fn vmem_capacity_bytes(self) -> usize {
         match self {
@@ -99,5 +118,26 @@ impl FromStr for TpuGeneration {
 impl fmt::Display for TpuGeneration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TpuGeneration;
+
+    #[test]
+    fn device_kinds_name_their_generation() {
+        for (kind, generation) in [
+            ("TPU v4", TpuGeneration::V4),
+            ("TPU v5 lite", TpuGeneration::V5e),
+            ("TPU v5", TpuGeneration::V5p),
+            ("TPU v5p", TpuGeneration::V5p),
+            ("TPU v6 lite", TpuGeneration::V6e),
+            ("TPU7x", TpuGeneration::Tpu7x),
+        ] {
+            assert_eq!(TpuGeneration::from_device_kind(kind).unwrap(), generation);
+        }
+        let err = TpuGeneration::from_device_kind("TPU v3").unwrap_err();
+        assert!(err.to_string().contains("`TPU v3`"), "{err}");
     }
 }

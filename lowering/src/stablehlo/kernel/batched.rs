@@ -26,7 +26,7 @@
 //! step's ops run on the same block values, only many steps side by side.
 
 use super::body::BodyEmitter;
-use super::checks::{BoundsCheck, Checker, STATE_LEN};
+use super::checks::{BoundsCheck, Checker};
 use super::error::EmitError;
 use super::folded;
 use super::grid_loop::grid_indices;
@@ -193,7 +193,9 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
             s.dtype,
         ))?);
     }
-    let mut checks = checked.then(|| Checker::new(&mut f)).transpose()?;
+    let mut checks = checked
+        .then(|| Checker::new(&mut f, grid.len()))
+        .transpose()?;
     init.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
     let ctx = Step {
         plan,
@@ -221,7 +223,7 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
     let mut refs: Vec<&Value> = outs.iter().collect();
     let table = match checks {
         Some(c) => {
-            refs.extend(&carried[carried.len() - STATE_LEN..]);
+            refs.extend(&carried[carried.len() - c.state_len()..]);
             c.table
         }
         None => Vec::new(),

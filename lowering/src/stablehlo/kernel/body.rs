@@ -125,6 +125,19 @@ impl<'a> BodyEmitter<'a> {
         sizes: &[usize],
         shape: &[usize],
     ) -> Result<(), EmitError> {
+        if self.checks.is_none() {
+            return Ok(());
+        }
+        // A checked start carries no batched axis (`checks.rs`): it fails at every index of
+        // those, so the step names index 0 there.
+        let step = self
+            .program_ids
+            .iter()
+            .map(|id| match id {
+                Some(v) => Ok(v.clone()),
+                None => f.scalar(DType::I32, 0.0),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let Some(checks) = self.checks.as_mut() else {
             return Ok(());
         };
@@ -141,7 +154,7 @@ impl<'a> BodyEmitter<'a> {
                     size: sizes[dim],
                     shape: shape.to_vec(),
                 };
-                checks.check(f, start, check)?;
+                checks.check(f, start, &step, check)?;
             }
         }
         Ok(())

@@ -3,9 +3,18 @@
 //! start out of bounds is a silent wrong answer on the CPU plugin where the interpreter and
 //! a TPU fail. In checked mode every traced start is compared with its bounds
 //! (`0 <= start <= extent - size`) where it is used, and the module returns, after the
-//! kernel's outputs, two `i32` scalars: the id of the first check that failed (0 for none;
-//! id `k` is `checks[k - 1]`) and the start it saw. Loops and `if`s carry the pair, so the
-//! first failure of any grid step or trip is the one reported.
+//! kernel's outputs, `i32` scalars: the id of the first check that failed (0 for none; id
+//! `k` is `checks[k - 1]`), the start it saw, and the grid step it failed at (one program
+//! id per grid axis). Loops and `if`s carry that state, so the first failure of any grid
+//! step or trip is the one reported.
+//!
+//! The step is exact in every form that checks: the grid loop runs the steps in the TPU's
+//! order and records the failing step's indices. The batched form checks only starts that
+//! are the same at every index of its batched (parallel) axes (a start that differs is not
+//! batchable), so a failure there fails at every index of those axes: it reports index 0
+//! for them, which with the looped axes' indices is the first failing step in the TPU's
+//! order, the step the grid loop reports. The folded layout and the accumulator
+//! contraction are not used for kernels with traced starts.
 //!
 //! Only traced starts are checked: static ones are checked when traced, and index maps that
 //! read only grid indices are evaluated over the whole grid when the launch is traced
@@ -52,23 +61,32 @@ impl BoundsCheck {
         start.clamp(0, limit)
     }
 
-    /// The failure of this check at `start`, naming the user's line.
-    pub fn describe(&self, start: i64) -> String {
+    /// The failure of this check at `start` on grid step `step` (its program ids), naming
+    /// the user's line.
+    pub fn describe(&self, start: i64, step: &[i64]) -> String {
         let (loc, dim, size, shape) = (self.loc, self.dim, self.size, &self.shape);
         let clamped = self.clamped(start);
+        // A grid of no axes has one step: nothing to name.
+        let step = match step {
+            [] => String::new(),
+            _ => {
+                let ids: Vec<String> = step.iter().map(i64::to_string).collect();
+                format!(" at grid step ({})", ids.join(", "))
+            }
+        };
         match &self.access {
             Access::Op { op, side } => {
                 let side = side.map(|s| format!(" {s}")).unwrap_or_default();
                 format!(
-                    "{loc}: `{op}`{side} start {start} out of bounds: window of {size} at dim \
-                     {dim} of a ref of shape {shape:?} (the CPU plugin would have clamped it to \
-                     {clamped})"
+                    "{loc}: `{op}`{side} start {start} out of bounds{step}: \
+                     window of {size} at dim {dim} of a ref of shape {shape:?} (the CPU plugin \
+                     would have clamped it to {clamped})"
                 )
             }
             Access::Block { operand } => format!(
-                "{loc}: the index map of `{operand}` gives block {} at dim {dim}, out of bounds \
-                 for blocks of {size} in an array of shape {shape:?} (the CPU plugin would have \
-                 clamped it to the block at element {clamped})",
+                "{loc}: the index map of `{operand}` gives block {} at dim {dim}{step}, out of \
+                 bounds for blocks of {size} in an array of shape {shape:?} \
+                 (the CPU plugin would have clamped it to the block at element {clamped})",
                 start.div_euclid(size.max(1) as i64)
             ),
         }
@@ -85,43 +103,58 @@ impl fmt::Display for Access {
     }
 }
 
-/// Values of the running state (`id`, `start`), which loops carry last.
-pub(super) const STATE_LEN: usize = 2;
+/// Values of the running state of a grid of `grid_rank` axes (`id`, `start`, then the step's
+/// program ids), which loops carry last and checked modules return last.
+pub(crate) fn state_len(grid_rank: usize) -> usize {
+    2 + grid_rank
+}
 
-/// The checks emitted so far and the running `(id, start)` of the first failure.
+/// The checks emitted so far and the running `(id, start, step)` of the first failure.
 pub(super) struct Checker {
     pub(super) table: Vec<BoundsCheck>,
     id: Value,
     start: Value,
+    /// The program ids of the step of the first failure.
+    step: Vec<Value>,
 }
 
 impl Checker {
-    /// A checker with no failure yet; its zeros are emitted where `f` is (the function's top,
-    /// so that every loop can carry them).
-    pub(super) fn new(f: &mut FuncBuilder) -> Result<Self, EmitError> {
+    /// A checker with no failure yet for a grid of `grid_rank` axes; its zeros are emitted
+    /// where `f` is (the function's top, so that every loop can carry them).
+    pub(super) fn new(f: &mut FuncBuilder, grid_rank: usize) -> Result<Self, EmitError> {
         Ok(Checker {
             table: Vec::new(),
             id: f.scalar(DType::I32, 0.0)?,
             start: f.scalar(DType::I32, 0.0)?,
+            step: (0..grid_rank)
+                .map(|_| f.scalar(DType::I32, 0.0))
+                .collect::<Result<_, _>>()?,
         })
     }
 
     /// The running failure: values a region yields (or a loop carries).
     pub(super) fn state(&self) -> Vec<Value> {
-        vec![self.id.clone(), self.start.clone()]
+        [&[self.id.clone(), self.start.clone()][..], &self.step].concat()
     }
 
-    /// Takes the running failure from the two values `state` returned, as carried.
+    /// The number of values of [`Checker::state`].
+    pub(super) fn state_len(&self) -> usize {
+        state_len(self.step.len())
+    }
+
+    /// Takes the running failure from the values `state` returned, as carried.
     pub(super) fn set_state(&mut self, state: &[Value]) -> Result<(), EmitError> {
         match state {
-            [id, start] => {
+            [id, start, step @ ..] if step.len() == self.step.len() => {
                 self.id = id.clone();
                 self.start = start.clone();
+                self.step = step.to_vec();
                 Ok(())
             }
             _ => Err(EmitError::internal(format!(
-                "a bounds-check state of {} values",
-                state.len()
+                "a bounds-check state of {} values, not {}",
+                state.len(),
+                self.state_len()
             ))),
         }
     }
@@ -145,30 +178,35 @@ impl Checker {
         };
         let n = values
             .len()
-            .checked_sub(STATE_LEN)
+            .checked_sub(checks.state_len())
             .ok_or_else(|| EmitError::internal("a loop lost its bounds-check state".into()))?;
         checks.set_state(&values[n..])?;
         Ok(&values[..n])
     }
 
-    /// Records `check` for the traced `start` (an integer scalar): the first failure stays.
+    /// Records `check` for the traced `start` (an integer scalar) at grid step `step` (one
+    /// integer scalar per grid axis): the first failure stays.
     pub(super) fn check(
         &mut self,
         f: &mut FuncBuilder,
         start: &Value,
+        step: &[Value],
         check: BoundsCheck,
     ) -> Result<(), EmitError> {
+        if step.len() != self.step.len() {
+            return Err(EmitError::internal(format!(
+                "a grid step of {} indices in a grid of {}",
+                step.len(),
+                self.step.len()
+            )));
+        }
         let limit = check.shape[check.dim]
             .checked_sub(check.size)
             .ok_or_else(|| {
                 EmitError::internal(format!("window {check:?} is larger than its ref"))
             })?;
         self.table.push(check);
-        let start = if start.ty == TensorType::scalar(DType::I32) {
-            start.clone()
-        } else {
-            f.convert(start, DType::I32)?
-        };
+        let start = as_i32(f, start)?;
         let zero = f.scalar(DType::I32, 0.0)?;
         let limit = f.scalar(DType::I32, limit as f64)?;
         let below = f.compare(Comparison::Lt, &start, &zero)?;
@@ -179,8 +217,20 @@ impl Checker {
         let id = f.scalar(DType::I32, self.table.len() as f64)?;
         self.id = f.select(&fails, &id, &self.id)?;
         self.start = f.select(&fails, &start, &self.start)?;
+        for (kept, now) in self.step.iter_mut().zip(step) {
+            let now = as_i32(f, now)?;
+            *kept = f.select(&fails, &now, kept)?;
+        }
         Ok(())
     }
+}
+
+fn as_i32(f: &mut FuncBuilder, v: &Value) -> Result<Value, EmitError> {
+    Ok(if v.ty == TensorType::scalar(DType::I32) {
+        v.clone()
+    } else {
+        f.convert(v, DType::I32)?
+    })
 }
 
 /// Whether the launch has a traced start for checked mode to check.

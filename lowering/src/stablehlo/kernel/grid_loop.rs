@@ -7,7 +7,7 @@
 //! bounds-check state is carried last.
 
 use super::body::BodyEmitter;
-use super::checks::{block_needs_check, Access, BoundsCheck, Checker, STATE_LEN};
+use super::checks::{block_needs_check, Access, BoundsCheck, Checker};
 use super::error::EmitError;
 use super::plan::{Operand, Plan};
 use crate::dtype::DType;
@@ -42,7 +42,9 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
     for s in &plan.scratch {
         init.push(f.zeros(TensorType::new(s.shape.clone(), s.dtype))?);
     }
-    let mut checks = checked.then(|| Checker::new(&mut f)).transpose()?;
+    let mut checks = checked
+        .then(|| Checker::new(&mut f, plan.grid.len()))
+        .transpose()?;
     init.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
     let steps: usize = plan.grid.iter().product();
     let lo = f.scalar(DType::I32, 0.0)?;
@@ -54,7 +56,7 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
     let mut outs: Vec<&Value> = carried[..plan.outputs.len()].iter().collect();
     let table = match checks {
         Some(c) => {
-            outs.extend(&carried[carried.len() - STATE_LEN..]);
+            outs.extend(&carried[carried.len() - c.state_len()..]);
             c.table
         }
         None => Vec::new(),
@@ -148,7 +150,8 @@ impl Step<'_, '_> {
         if o.whole() && !check_blocks {
             return Ok((view(f, x.clone())?, None));
         }
-        let mut map = BodyEmitter::step(o.index_map, self.plan.grid.clone(), Vec::new());
+        // The step's program ids name the step of a failed check in the map's own reads.
+        let mut map = BodyEmitter::step(o.index_map, self.plan.grid.clone(), idx.to_vec());
         let (grid_params, prefetch_params) = o.index_map.params().split_at(idx.len());
         for (p, i) in grid_params.iter().zip(idx) {
             map.bind(*p, i.clone());
@@ -176,7 +179,7 @@ impl Step<'_, '_> {
                     size: o.block[dim],
                     shape: o.array.clone(),
                 };
-                c.check(f, start, check)?;
+                c.check(f, start, idx, check)?;
             }
         }
         if o.whole() {

@@ -62,14 +62,27 @@ pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, Emi
     Ok(emit(program, form, false)?.text)
 }
 
-/// A module in checked mode: after the kernel's outputs it returns two `i32` scalars, the id
-/// of the first bounds check that failed (0: none; id `k` is `checks[k - 1]`) and the start
-/// that failed it. With no traced start to check, `checks` is empty and `text` is
+/// A module in checked mode: after the kernel's outputs it returns `2 + grid_rank` `i32`
+/// scalars, the id of the first bounds check that failed (0: none; id `k` is
+/// `checks[k - 1]`), the start that failed it, and the program ids of the grid step it
+/// failed at (`checks.rs`). With no traced start to check, `checks` is empty and `text` is
 /// [`emit_kernel_as`]'s, byte for byte, with no extra results.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckedModule {
     pub text: String,
     pub checks: Vec<BoundsCheck>,
+    /// Axes of the launch's grid: how many program ids the check state names.
+    pub grid_rank: usize,
+}
+
+impl CheckedModule {
+    /// The number of values the module returns after the kernel's outputs.
+    pub fn state_len(&self) -> usize {
+        match self.checks.is_empty() {
+            true => 0,
+            false => checks::state_len(self.grid_rank),
+        }
+    }
 }
 
 /// The module of `program` in `form`, in checked mode.
@@ -83,7 +96,7 @@ pub fn emit_kernel_checked(
 fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedModule, EmitError> {
     if let Some(inner) = program.padded_form() {
         let module = emit(&inner, form, checked)?;
-        let text = padded::emit(program, &module.text, &inner, !module.checks.is_empty())?;
+        let text = padded::emit(program, &module.text, &inner, module.state_len())?;
         return Ok(CheckedModule { text, ..module });
     }
     let program = desugar::for_stablehlo(program);
@@ -115,6 +128,7 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
     Ok(CheckedModule {
         text: module.into_text(),
         checks,
+        grid_rank: plan.grid.len(),
     })
 }
 

@@ -13,7 +13,7 @@ pub(super) fn emit(
     program: &KernelProgram,
     inner_text: &str,
     inner: &KernelProgram,
-    checked: bool,
+    check_state_len: usize,
 ) -> Result<String, EmitError> {
     let mut f = FuncBuilder::new("main");
     let mut args: Vec<Value> = program
@@ -43,12 +43,7 @@ pub(super) fn emit(
         .iter()
         .map(|o| TensorType::new(o.array_shape.clone(), o.dtype))
         .collect();
-    if checked {
-        results.extend([
-            TensorType::scalar(DType::I32),
-            TensorType::scalar(DType::I32),
-        ]);
-    }
+    results.extend((0..check_state_len).map(|_| TensorType::scalar(DType::I32)));
     let refs: Vec<&Value> = args.iter().collect();
     let mut outs = f.call_module(inner_text, &refs, results)?;
     let state = outs.split_off(program.outputs.len());
