@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use tessera_eager::ProgramOp;
 use tessera_kernels::ShippedKernel;
 use tessera_lowering::kernel::ParamRole;
-use tessera_lowering::stablehlo::{emit_kernel_as, Form};
+use tessera_lowering::stablehlo::Form;
 use tessera_lowering::trace::KernelProgram;
 use tessera_lowering::{DType, HostTensor};
 use tessera_runtime::{Device, DeviceKind, Executable};
@@ -291,7 +291,7 @@ pub fn kernel_run_eager(
         Some(op) => op,
         None => {
             let program = trace(kernel, &key.1, Some(dev))?;
-            let text = emit_kernel_as(&program, Form::Auto)
+            let text = tessera_runtime::program_module(&program, dev, Form::Auto)
                 .map_err(|e| DeviceError::new_err(format!("kernel `{name}`: {e}")))?;
             let op = program_op(name, text)?;
             PROGRAM_OPS

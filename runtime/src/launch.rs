@@ -123,9 +123,15 @@ pub fn compile_program(
     device: &Device,
     form: Form,
 ) -> Result<Arc<crate::Executable>> {
-    let backend = Backend::for_target(device.target()?, form, false);
-    let text = backend::lower(program, backend)?.into_module()?;
+    let text = program_module(program, device, form)?;
     device
         .client()?
         .compile_cached(&text, &CompileOptions::default())
+}
+
+/// The module [`compile_program`] compiles: `program` lowered for `device`, unchecked (the
+/// eager runtime calls it from its fused programs: a kernel op).
+pub fn program_module(program: &KernelProgram, device: &Device, form: Form) -> Result<String> {
+    let backend = Backend::for_target(device.target()?, form, false);
+    Ok(backend::lower(program, backend)?.into_module()?)
 }

@@ -33,7 +33,7 @@ pub use compile_options::CompileOptions;
 pub use device::{tpu_attached, Device, DeviceKind};
 pub use error::{Result, RuntimeError};
 pub use executable::Executable;
-pub use launch::{compile_program, run_program, run_program_checked, LaunchExt};
+pub use launch::{compile_program, program_module, run_program, run_program_checked, LaunchExt};
 pub use mlir_check::MAX_NESTING as MAX_MLIR_NESTING;
 pub use plugin::{Plugin, HEADER_API_VERSION};
 pub use signature::{Signature, TensorType};
