@@ -9,7 +9,7 @@ use crate::cache::OpEntry;
 use crate::error::{EagerError, Result};
 use crate::mode::mode;
 use crate::runtime::with;
-use crate::stats::{count, FlushReason};
+use crate::stats::count;
 use crate::tensor::Tensor;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -92,34 +92,21 @@ impl ProgramOp {
         let m = mode();
         count(m, |s| s.ops += 1);
         with(|rt| {
-            let need = (!m.defers()).then_some(FlushReason::NeedsValue);
-            let mut vals = Vec::with_capacity(inputs.len());
-            for t in inputs {
-                let v = rt.value_of(t, need)?.1;
-                let from = t.view.is_none().then(|| Arc::downgrade(&t.storage));
-                vals.push((v, from));
-            }
-            let results = if m.defers() {
-                rt.graph.record(&self.entry, vals, m)
-            } else {
-                let vals: Vec<_> = vals.into_iter().map(|(v, _)| v).collect();
-                let arguments = || {
-                    let tys: Vec<String> = inputs
-                        .iter()
-                        .map(|t| format!("{}{:?}", t.dtype(), t.shape()))
-                        .collect();
-                    tys.join(", ")
-                };
-                rt.launch(&self.entry, &vals, m, &arguments)?
+            let vals = rt.inputs_of(inputs.iter(), m)?;
+            let arguments = || {
+                let tys: Vec<String> = inputs
+                    .iter()
+                    .map(|t| format!("{}{:?}", t.dtype(), t.shape()))
+                    .collect();
+                tys.join(", ")
             };
+            let results = rt.run_entry(&self.entry, vals, m, &arguments)?;
             let outs = results
                 .into_iter()
                 .zip(&self.entry.results)
                 .map(|(v, ty)| rt.wrap(ty.clone(), v, self.entry.op()))
                 .collect();
-            if m.defers() && rt.graph.is_full() {
-                rt.flush(FlushReason::SizeLimit)?;
-            }
+            rt.after_op(&self.entry, m)?;
             Ok(outs)
         })
     }

@@ -6,11 +6,11 @@ use crate::error::{EagerError, Result};
 use crate::graph::Graph;
 use crate::mode::{mode, EagerMode};
 use crate::stats::{count, FlushReason};
-use crate::tensor::{op_name, OpName, PendingRef, State, Tensor};
+use crate::tensor::{op_name, OpName, PendingRef, State, Storage, Tensor};
 use crate::{scalars, view};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 use tessera_lowering::stablehlo::TensorType;
 use tessera_lowering::{DType, HostTensor};
@@ -213,39 +213,66 @@ impl Runtime {
             }
         }
         let tensors: Vec<&Tensor> = bound.values.iter().flat_map(|v| v.tensors()).collect();
-        let need = (!m.defers()).then_some(FlushReason::NeedsValue);
-        let plan = entry.plan()?;
-        let mut inputs = Vec::with_capacity(plan.inputs.len());
-        for &i in &plan.inputs {
-            let t = tensors[i];
-            let v = self.value_of(t, need)?.1;
-            // Where a graph input came from (a compiled function's replay reads it again).
-            let from = t.view.is_none().then(|| Arc::downgrade(&t.storage));
-            inputs.push((v, from));
-        }
+        let mut inputs = self.inputs_of(entry.plan()?.inputs.iter().map(|&i| tensors[i]), m)?;
         if entry.random {
             inputs.push((Val::Buf(self.upload_buffer(&crate::rng::next_key())?), None));
         }
         let results = if entry.results.is_empty() {
             Vec::new()
-        } else if m.defers() {
-            self.graph.record(&entry, inputs, m)
         } else {
-            let vals: Vec<Val> = inputs.into_iter().map(|(v, _)| v).collect();
-            self.launch(&entry, &vals, m, &|| describe(&types_of(&bound)))?
+            self.run_entry(&entry, inputs, m, &|| describe(&types_of(&bound)))?
         };
         let outs = self.outputs(&entry, &bound, results)?;
-        if m.defers() && self.graph.is_full() {
-            self.flush(FlushReason::SizeLimit)?;
-        } else if m == EagerMode::DeferAndFuse && crate::rules::cut_after(&entry, self.kind) {
-            self.flush(FlushReason::SlowFused)?;
-        }
+        self.after_op(&entry, m)?;
         Ok(outs)
+    }
+
+    /// The values of an op's input tensors, each with the storage it came from (a compiled
+    /// function's replay reads it again); outside DeferAndFuse a pending value is computed.
+    pub(crate) fn inputs_of<'t>(
+        &mut self,
+        tensors: impl Iterator<Item = &'t Tensor>,
+        m: EagerMode,
+    ) -> Result<Vec<(Val, Option<Weak<Storage>>)>> {
+        let need = (!m.defers()).then_some(FlushReason::NeedsValue);
+        tensors
+            .map(|t| {
+                let v = self.value_of(t, need)?.1;
+                Ok((v, t.view.is_none().then(|| Arc::downgrade(&t.storage))))
+            })
+            .collect()
+    }
+
+    /// Records `entry` on `inputs` into the pending graph (DeferAndFuse, Compiled) or
+    /// launches it (Strict, Debug; `arguments` describes the call for Debug's errors).
+    pub(crate) fn run_entry(
+        &mut self,
+        entry: &Arc<OpEntry>,
+        inputs: Vec<(Val, Option<Weak<Storage>>)>,
+        m: EagerMode,
+        arguments: &dyn Fn() -> String,
+    ) -> Result<Vec<Val>> {
+        if m.defers() {
+            return Ok(self.graph.record(entry, inputs, m));
+        }
+        let vals: Vec<Val> = inputs.into_iter().map(|(v, _)| v).collect();
+        self.launch(entry, &vals, m, arguments)
+    }
+
+    /// After an op: the materialization rules that cut the pending graph there.
+    pub(crate) fn after_op(&mut self, entry: &OpEntry, m: EagerMode) -> Result<()> {
+        if m.defers() && self.graph.is_full() {
+            self.flush(FlushReason::SizeLimit)
+        } else if m == EagerMode::DeferAndFuse && crate::rules::cut_after(entry, self.kind) {
+            self.flush(FlushReason::SlowFused)
+        } else {
+            Ok(())
+        }
     }
 
     /// Runs one op's own program now (Strict: without waiting; Debug: waiting).
     /// `arguments` describes the call's arguments for Debug's errors.
-    pub(crate) fn launch(
+    fn launch(
         &mut self,
         entry: &OpEntry,
         inputs: &[Val],

@@ -230,11 +230,7 @@ pub fn kernel_execute_us(
     let inputs = host_inputs(name, tensors)?;
     let dev = device()?;
     let exe = executable(kernel, &inputs.signature(), dev)?;
-    let raw: Vec<(DType, &[usize], usize)> = inputs
-        .views
-        .iter()
-        .map(|v| (v.dtype, v.shape.as_slice(), v.data as usize))
-        .collect();
+    let raw = inputs.raw();
     let err =
         |e: tessera_runtime::RuntimeError| DeviceError::new_err(format!("kernel `{name}`: {e}"));
     let first = launch(dev, &exe, &raw).map_err(err)?;
@@ -354,6 +350,15 @@ impl HostInputs<'_> {
             .collect()
     }
 
+    /// `(dtype, shape, address)` per input, as [`launch`] takes them (raw pointers are not
+    /// Send: the addresses cross into GIL-free closures as integers).
+    pub fn raw(&self) -> Vec<(DType, &[usize], usize)> {
+        self.views
+            .iter()
+            .map(|v| (v.dtype, v.shape.as_slice(), v.data as usize))
+            .collect()
+    }
+
     /// Copies of the inputs (for the interpreter, which runs on host tensors).
     pub fn to_host(&self) -> PyResult<Vec<HostTensor>> {
         self.views
@@ -413,12 +418,7 @@ pub fn execute(
     let dev = device()?;
     let err =
         |e: tessera_runtime::RuntimeError| DeviceError::new_err(format!("kernel `{name}`: {e}"));
-    // Raw pointers are not Send; the addresses cross into the GIL-free closure as integers.
-    let inputs: Vec<(DType, &[usize], usize)> = inputs
-        .views
-        .iter()
-        .map(|v| (v.dtype, v.shape.as_slice(), v.data as usize))
-        .collect();
+    let inputs = inputs.raw();
     let outputs = py.detach(|| launch(dev, exe, &inputs)).map_err(err)?;
     // New tensors first (that needs the GIL), then every download in one GIL-free section.
     let mut results = Vec::with_capacity(outputs.len());
