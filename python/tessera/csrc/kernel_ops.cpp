@@ -37,11 +37,17 @@ std::vector<std::unique_ptr<torch::Library>>& libraries() {
   return *libs;
 }
 
-void* alloc_output(void* ctx, size_t, int32_t dtype, size_t rank, const int64_t* dims) {
-  auto* outs = static_cast<std::vector<at::Tensor>*>(ctx);
-  outs->push_back(at::empty(c10::IntArrayRef(dims, rank),
-                            at::TensorOptions().dtype(static_cast<c10::ScalarType>(dtype))));
-  return outs->back().data_ptr();
+// Called from Rust: an exception must not unwind through it (an allocation that fails, a
+// huge size, is null: the call then goes to the Python implementation, which raises).
+void* alloc_output(void* ctx, size_t, int32_t dtype, size_t rank, const int64_t* dims) noexcept {
+  try {
+    auto* outs = static_cast<std::vector<at::Tensor>*>(ctx);
+    outs->push_back(at::empty(c10::IntArrayRef(dims, rank),
+                              at::TensorOptions().dtype(static_cast<c10::ScalarType>(dtype))));
+    return outs->back().data_ptr();
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 void run_kernel_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
