@@ -3,6 +3,10 @@
 //! with the tensors' memory. Going through Python costs 15-21 us per call (the dispatcher's
 //! Python kernel, then `_run`); this path costs what the runtime does.
 //!
+//! Outputs: on the CPU plugin an output's memory is the host's, so the torch tensor is made
+//! over it (the buffer is held until torch frees the tensor: [`tessera_host_view_release`]);
+//! elsewhere it is downloaded into a tensor allocated through a callback.
+//!
 //! Anything this path does not take (the interpreter device, a dtype Tessera lacks, a kernel
 //! whose launch rejects the shapes, a device error) returns [`NOT_HANDLED`]: the C++ kernel
 //! then calls the Python implementation, which runs it or raises the kernel's own error.
@@ -10,7 +14,7 @@
 use crate::kernel_ops::{download, executable_for, launch};
 use std::ffi::{c_char, c_void, CStr};
 use tessera_lowering::DType;
-use tessera_runtime::DeviceKind;
+use tessera_runtime::{DeviceKind, HostView};
 
 /// Ran; the outputs were written.
 const OK: i32 = 0;
@@ -27,15 +31,29 @@ pub type Alloc = unsafe extern "C" fn(
     dims: *const i64,
 ) -> *mut u8;
 
+/// Makes output `index` a torch tensor of `dtype` and `rank` dims over `data`, memory the
+/// runtime owns, whose deleter calls [`tessera_host_view_release`]`(owner)`. Returns 0, or
+/// nonzero after releasing `owner` itself.
+pub type Adopt = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    index: usize,
+    dtype: i32,
+    rank: usize,
+    dims: *const i64,
+    data: *mut u8,
+    owner: *mut c_void,
+) -> i32;
+
 /// Runs kernel `kernel` (of the kernel library at `library`, or a shipped one when it is
 /// empty) on `n` contiguous CPU tensors: `data[i]` points to input i, of ScalarType
-/// `dtypes[i]` and shape `dims[i][..ranks[i]]`; each output is allocated through `alloc`
-/// and written. Returns [`OK`] or [`NOT_HANDLED`].
+/// `dtypes[i]` and shape `dims[i][..ranks[i]]`; each output, in order, is either made over
+/// the runtime's memory through `adopt` or allocated through `alloc` and written. Returns
+/// [`OK`] or [`NOT_HANDLED`].
 ///
 /// # Safety
 /// The strings are NUL-terminated; the arrays hold `n` entries; each input's memory holds
 /// its shape's elements and stays valid and unwritten for the call; `alloc` returns memory
-/// of the size it was asked for, valid for the call.
+/// of the size it was asked for, valid for the call; `adopt` owns `owner` once called.
 #[no_mangle]
 pub unsafe extern "C" fn tessera_kernel_call(
     kernel: *const c_char,
@@ -47,6 +65,7 @@ pub unsafe extern "C" fn tessera_kernel_call(
     dims: *const *const i64,
     ctx: *mut c_void,
     alloc: Alloc,
+    adopt: Adopt,
 ) -> i32 {
     // A panic must not unwind into C++: it is a call not handled here.
     let run = || -> Option<()> {
@@ -75,22 +94,29 @@ pub unsafe extern "C" fn tessera_kernel_call(
             .map(|((d, s), &a)| (*d, s.as_slice(), a))
             .collect();
         let outputs = launch(dev, &exe, &inputs).ok()?;
-        let mut targets = Vec::with_capacity(outputs.len());
-        for (i, b) in outputs.iter().enumerate() {
+        let (mut copies, mut targets) = (Vec::new(), Vec::new());
+        for (i, b) in outputs.into_iter().enumerate() {
+            let dtype = b.dtype().torch_scalar_type();
             let dims: Vec<i64> = b.shape().iter().map(|&d| d as i64).collect();
-            let ptr = alloc(
-                ctx,
-                i,
-                b.dtype().torch_scalar_type(),
-                dims.len(),
-                dims.as_ptr(),
-            );
-            if ptr.is_null() && b.shape().iter().product::<usize>() > 0 {
-                return None;
+            match b.into_host_view().ok()? {
+                Ok(view) => {
+                    let data = view.as_ptr();
+                    let owner = Box::into_raw(Box::new(view)) as *mut c_void;
+                    if adopt(ctx, i, dtype, dims.len(), dims.as_ptr(), data, owner) != 0 {
+                        return None;
+                    }
+                }
+                Err(b) => {
+                    let ptr = alloc(ctx, i, dtype, dims.len(), dims.as_ptr());
+                    if ptr.is_null() && b.shape().iter().product::<usize>() > 0 {
+                        return None;
+                    }
+                    copies.push(b);
+                    targets.push(ptr as usize);
+                }
             }
-            targets.push(ptr as usize);
         }
-        download(&outputs, &targets).ok()
+        download(&copies, &targets).ok()
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(Some(())) => OK,
@@ -98,8 +124,24 @@ pub unsafe extern "C" fn tessera_kernel_call(
     }
 }
 
-/// The address of [`tessera_kernel_call`], for the C++ kernel to call.
+/// Ends the sharing of an output adopted by a torch tensor (its deleter calls this once).
+///
+/// # Safety
+/// `owner` is what [`Adopt`] was given, released once, or null.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_host_view_release(owner: *mut c_void) {
+    if !owner.is_null() {
+        // A panic must not unwind into torch's deleter: the view is then leaked.
+        let _ = std::panic::catch_unwind(|| drop(Box::from_raw(owner as *mut HostView)));
+    }
+}
+
+/// The addresses of [`tessera_kernel_call`] and [`tessera_host_view_release`], for the C++
+/// kernel to call.
 #[pyo3::pyfunction]
-pub fn kernel_call_address() -> usize {
-    tessera_kernel_call as *const () as usize
+pub fn kernel_call_address() -> (usize, usize) {
+    (
+        tessera_kernel_call as *const () as usize,
+        tessera_host_view_release as *const () as usize,
+    )
 }

@@ -217,8 +217,9 @@ pub fn kernel_run(
 }
 
 /// The kernel's own time on these CPU tensors, for benches: the median over `rounds` runs of
-/// what every call does after its arguments are read (upload without a copy, execute,
-/// download into preallocated memory), timed in Rust, in microseconds.
+/// what every call does after its arguments are read (upload without a copy, execute, wait
+/// for the outputs; on the CPU plugin the op's outputs are then read in place, with no
+/// download), timed in Rust, in microseconds.
 #[pyfunction]
 pub fn kernel_execute_us(
     py: Python<'_>,
@@ -233,21 +234,14 @@ pub fn kernel_execute_us(
     let raw = inputs.raw();
     let err =
         |e: tessera_runtime::RuntimeError| DeviceError::new_err(format!("kernel `{name}`: {e}"));
-    let first = launch(dev, &exe, &raw).map_err(err)?;
-    let mut targets = Vec::new();
-    let mut keep = Vec::new();
-    for b in &first {
-        let (t, ptr) = empty_torch(py, b.dtype(), b.shape())?;
-        targets.push(ptr);
-        keep.push(t);
-    }
     let mut times = py
         .detach(|| {
             (0..rounds.max(1))
                 .map(|_| {
                     let start = std::time::Instant::now();
-                    let outs = launch(dev, &exe, &raw)?;
-                    download(&outs, &targets)?;
+                    for b in launch(dev, &exe, &raw)? {
+                        b.block_until_ready()?;
+                    }
                     Ok(start.elapsed().as_secs_f64() * 1e6)
                 })
                 .collect::<tessera_runtime::Result<Vec<f64>>>()

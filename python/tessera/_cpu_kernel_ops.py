@@ -48,5 +48,5 @@ def _build():
     source = pathlib.Path(__file__).parent / "csrc" / "kernel_ops.cpp"
     m = cpp_extension.load("tessera_cpu_kernel_ops", [str(source)], build_directory=str(build),
                            extra_cflags=["-O2"], verbose=False)
-    m.set_call(_native.kernel_call_address())
+    m.set_call(*_native.kernel_call_address())
     return m

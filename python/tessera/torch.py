@@ -67,6 +67,24 @@ def _fake(kernel, library, tensors):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+class _CaptureAutograd:
+    """The Library passed to `torch.library.register_autograd`: registers as the Library
+    does, and keeps the autograd kernel it registers, which the C++ CPU implementation calls
+    when a gradient is needed (calls that need none skip it). If torch registers it some
+    other way, nothing is kept and the op keeps torch's autograd kernel alone."""
+
+    def __init__(self, lib):
+        self.lib, self.kernel = lib, None
+
+    def impl(self, name, fn, key, *args, **kwargs):
+        if key == "Autograd" and kwargs.get("with_keyset"):
+            self.kernel = fn
+        return self.lib.impl(name, fn, key, *args, **kwargs)
+
+    def __getattr__(self, attr):
+        return getattr(self.lib, attr)
+
+
 def register(kernel, name=None, *, library=None, backward=None, setup_context=None):
     """Makes the kernel `kernel` the torch op `name` (default `tessera::<kernel>`) and returns
     the op (`torch.ops.<ns>.<op>.default`). The kernel is a shipped one, or one of the kernel
@@ -96,7 +114,10 @@ def register(kernel, name=None, *, library=None, backward=None, setup_context=No
         lib.impl(opname, impl, "CPU")
     torch.library.register_fake(qualname, lambda *ts: _fake(kernel, library, ts), lib=lib)
     if backward is not None:
-        torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=lib)
+        captured = _CaptureAutograd(lib)
+        torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=captured)
+        if native is not None and captured.kernel is not None:
+            native.register_autograd_cpu(ns, opname, captured.kernel)
     op = getattr(getattr(torch.ops, ns), opname).default
     _REGISTERED[qualname] = op
     # On tpu device tensors the kernel runs on their device buffers (tessera.device).

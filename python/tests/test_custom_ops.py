@@ -226,6 +226,44 @@ def test_kernel_ops_run_through_the_cpp_implementation():
         assert len(calls) == 1
     finally:
         tt._run = real
+    # Autograd on CPU tensors is C++ too: a call needing no gradient skips torch.library's
+    # Python autograd kernel; one that needs it still gets the kernel's backward.
+    table = torch._C._dispatch_dump_table("tessera::silu")
+    assert any(l.startswith("AutogradCPU:") and "kernel_ops.cpp" in l for l in table.splitlines()), table
+    x.requires_grad_(True)
+    y = op("silu")(x)
+    assert y.grad_fn is not None
+    (g,) = torch.autograd.grad(y.sum(), x)
+    xd = x.detach().requires_grad_(True)
+    torch.testing.assert_close(g, torch.autograd.grad(torch.nn.functional.silu(xd).sum(), xd)[0], rtol=1e-5, atol=1e-6)
+    with torch.no_grad():
+        assert op("silu")(x).grad_fn is None
+
+
+def _resident_mb():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
+
+
+def test_cpp_kernel_op_outputs_are_the_result_buffers_and_are_freed():
+    # On the CPU plugin an output tensor is made over the runtime's result buffer (no copy):
+    # its storage is not torch's allocation (not resizable), it stays correct after later
+    # calls, and freeing the tensor frees the buffer (300 calls of 2 MiB results, each
+    # dropped, would add ~600 MiB if buffers were kept).
+    g = torch.Generator().manual_seed(9)
+    x, y = torch.randn(512, 1024, generator=g), torch.randn(512, 1024, generator=g)
+    first = op("add")(x, y)
+    assert not first.untyped_storage().resizable()
+    want = x + y
+    for _ in range(20):
+        op("add")(y, y)
+    assert torch.equal(first, want)
+    first.add_(1)  # the tensor owns its memory: writing it is allowed
+    assert torch.equal(first, want + 1)
+    before = _resident_mb()
+    for _ in range(300):
+        assert op("add")(x, y).shape == (512, 1024)
+    assert _resident_mb() - before < 200, (before, _resident_mb())
 
 
 def test_kernel_ops_through_the_python_implementation():

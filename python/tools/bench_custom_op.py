@@ -2,14 +2,17 @@
   op        torch.ops.tessera.<kernel>(...)  (dispatcher, the C++ CPU implementation, Tessera)
   op_py     the same kernel registered with its Python implementation (TESSERA_CPU_KERNEL_OPS=python)
   native    tessera._native.kernel_run(...)  (from Python: DLPack in, PJRT execute, out)
-  exec      the kernel's own time, timed in Rust (upload without a copy, execute, download)
+  exec      the kernel's own time, timed in Rust (upload without a copy, execute, wait; the op's
+            outputs are tensors over the result buffers, not copies)
   aten      torch.ops.aten.<same math>       (torch's own CPU kernel, for scale)
 and on tpu device tensors (tessera.device; the launch is asynchronous in Strict mode, so these
 are the per-call host costs, the device's execution overlapping the next call):
   op_tpu    torch.ops.tessera.<kernel>(...)  (dispatcher, TpuTensor dispatch, Tessera)
   run_tpu   tessera._native.kernel_run_eager (Tessera alone: PJRT execute on the buffers)
   aten_tpu  torch.ops.aten.<same math>       (the same math as an ATen op on the device)
-Medians; the op's overhead is op - exec (op_tpu - run_tpu).
+Medians; the op's overhead is op - exec (op_tpu - run_tpu). On CPU tensors op, exec and aten are
+also timed interleaved, one call of each per round (this machine's load changes within a
+run): "interleaved" gives their medians and the median of the per-round op - exec.
 
     python python/tools/bench_custom_op.py [--rounds 2000]
 """
@@ -40,6 +43,22 @@ def median_us(f, rounds):
         f()
         times.append(time.perf_counter_ns() - t)
     return statistics.median(times) / 1e3
+
+
+def interleaved_us(op, kernel, aten, xs, rounds):
+    """Medians of op, exec and aten timed one call each per round, and of op - exec."""
+    t_op, t_exec, t_aten, diff = [], [], [], []
+    for i in range(rounds + 20):
+        t = time.perf_counter_ns()
+        op(*xs)
+        a = (time.perf_counter_ns() - t) / 1e3
+        e = _native.kernel_execute_us(kernel, xs, 1)
+        t = time.perf_counter_ns()
+        aten(*xs)
+        b = (time.perf_counter_ns() - t) / 1e3
+        if i >= 20:
+            t_op.append(a), t_exec.append(e), t_aten.append(b), diff.append(a - e)
+    return [statistics.median(v) for v in (t_op, t_exec, t_aten, diff)]
 
 
 def _python_op(kernel):
@@ -73,6 +92,9 @@ def main():
         print(f"{case:>14}: op {t_op:8.1f} us  op_py {t_py:8.1f} us  native {t_native:8.1f} us  "
               f"exec {t_exec:8.1f} us  aten {t_aten:7.1f} us  op overhead {t_op - t_exec:6.1f} us "
               f"(op_py {t_py - t_exec:6.1f} us)")
+        i_op, i_exec, i_aten, i_diff = interleaved_us(op, kernel, aten, xs, rounds)
+        print(f"{'interleaved':>14}: op {i_op:8.1f} us  exec {i_exec:8.1f} us  aten {i_aten:7.1f} us  "
+              f"op overhead {i_diff:6.1f} us (median of per-round op - exec)")
         ds = [tt.to_device(x) for x in xs]
         vs = [_value(d) for d in ds]
         t_op_d = median_us(lambda: op(*ds), rounds)

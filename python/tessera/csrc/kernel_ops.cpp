@@ -1,7 +1,9 @@
 // A kernel op's CPU implementation as a boxed C++ kernel: torch's dispatcher calls it without
 // Python, and it hands the tensors' memory to Tessera's runtime (`tessera_kernel_call` in
-// python/src/kernel_ffi.rs, reached through its address). Where the runtime does not take a
+// python/src/kernel_ffi.rs, reached through its address). On the CPU plugin an output tensor
+// is made over the runtime's own buffer (no copy), which the tensor's deleter releases. Where the runtime does not take a
 // call, the op's Python implementation runs it (or raises the kernel's own error).
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <torch/extension.h>
 #include <torch/library.h>
 
@@ -13,17 +15,23 @@
 namespace {
 
 using Alloc = void* (*)(void* ctx, size_t index, int32_t dtype, size_t rank, const int64_t* dims);
+using Adopt = int32_t (*)(void* ctx, size_t index, int32_t dtype, size_t rank, const int64_t* dims,
+                          void* data, void* owner);
 using Call = int32_t (*)(const char* kernel, const char* library, size_t n, const void* const* data,
                          const int32_t* dtypes, const size_t* ranks, const int64_t* const* dims,
-                         void* ctx, Alloc alloc);
+                         void* ctx, Alloc alloc, Adopt adopt);
+using Release = void (*)(void* owner);
 
 struct KernelOp {
   std::string kernel;
   std::string library;  // empty: a shipped kernel
   py::object python_impl;
+  // torch.library's autograd kernel of the op (from register_autograd), or None.
+  py::object autograd_impl = py::none();
 };
 
 Call g_call = nullptr;
+Release g_release = nullptr;
 
 // Never destroyed: they hold Python objects, and destructors at exit run after Python's
 // finalization, when a Python object may no longer be released.
@@ -47,6 +55,22 @@ void* alloc_output(void* ctx, size_t, int32_t dtype, size_t rank, const int64_t*
     return outs->back().data_ptr();
   } catch (...) {
     return nullptr;
+  }
+}
+
+// Called from Rust: the tensor over the runtime's buffer `data` owns `owner` (its deleter
+// releases it); on failure `owner` is released here and nonzero returned.
+int32_t adopt_output(void* ctx, size_t, int32_t dtype, size_t rank, const int64_t* dims, void* data,
+                     void* owner) noexcept {
+  try {
+    auto* outs = static_cast<std::vector<at::Tensor>*>(ctx);
+    outs->push_back(at::from_blob(
+        data, c10::IntArrayRef(dims, rank), [owner](void*) { g_release(owner); },
+        at::TensorOptions().dtype(static_cast<c10::ScalarType>(dtype))));
+    return 0;
+  } catch (...) {
+    g_release(owner);
+    return 1;
   }
 }
 
@@ -83,7 +107,7 @@ void run_kernel_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       dims.push_back(t.sizes().data());
     }
     ours = g_call(k.kernel.c_str(), k.library.c_str(), inputs.size(), data.data(), dtypes.data(),
-                  ranks.data(), dims.data(), &outputs, &alloc_output) == 0;
+                  ranks.data(), dims.data(), &outputs, &alloc_output, &adopt_output) == 0;
   }
   if (!ours) {
     py::gil_scoped_acquire gil;
@@ -114,11 +138,58 @@ void register_cpu(const std::string& ns, const std::string& name, const std::str
   libraries().push_back(std::move(lib));
 }
 
-void set_call(uintptr_t address) { g_call = reinterpret_cast<Call>(address); }
+// A kernel op's autograd on CPU tensors. A call that needs no gradient (grad mode off, or no
+// input requiring grad: most calls) goes straight to the CPU kernel below autograd, without
+// Python; one that does runs torch.library's autograd kernel (the user's backward), as the
+// Autograd registration this one takes precedence over would (a kernel registered for
+// AutogradCPU wins over one for the Autograd alias).
+void run_autograd(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  bool needs_grad = false;
+  if (c10::GradMode::is_enabled()) {
+    for (const auto& a : torch::jit::last(*stack, n))
+      needs_grad = needs_grad || (a.isTensor() && a.toTensor().requires_grad());
+  }
+  if (!needs_grad) {
+    at::AutoDispatchBelowAutograd guard;
+    op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+    return;
+  }
+  const KernelOp& k = kernel_ops().at(op.schema().name());
+  py::gil_scoped_acquire gil;
+  py::tuple py_args(n + 1);
+  py_args[0] = py::cast(keys);
+  auto args = torch::jit::last(*stack, n);
+  for (size_t i = 0; i < n; i++)
+    py_args[i + 1] = args[i].isTensor() ? py::cast(args[i].toTensor()) : py::none();
+  py::object result = k.autograd_impl(*py_args);
+  torch::jit::drop(*stack, n);
+  if (py::isinstance<py::tuple>(result)) {
+    for (auto item : result) torch::jit::push(*stack, item.cast<at::Tensor>());
+  } else {
+    torch::jit::push(*stack, result.cast<at::Tensor>());
+  }
+}
+
+// Takes over `ns::name`'s autograd on CPU tensors (after register_cpu), calling
+// `autograd_impl` (torch.library's, called as (keyset, *args)) when a gradient is needed.
+void register_autograd_cpu(const std::string& ns, const std::string& name, py::object autograd_impl) {
+  kernel_ops().at(ns + "::" + name).autograd_impl = std::move(autograd_impl);
+  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, c10::DispatchKey::AutogradCPU,
+                                              __FILE__, __LINE__);
+  lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&run_autograd>());
+  libraries().push_back(std::move(lib));
+}
+
+void set_call(uintptr_t call, uintptr_t release) {
+  g_call = reinterpret_cast<Call>(call);
+  g_release = reinterpret_cast<Release>(release);
+}
 
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_call", &set_call);
   m.def("register_cpu", &register_cpu);
+  m.def("register_autograd_cpu", &register_autograd_cpu);
 }

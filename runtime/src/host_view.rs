@@ -1,0 +1,109 @@
+//! A device buffer read in place by another framework, where the device's memory is the host's
+//! (the CPU plugin): a torch tensor made over a kernel's output instead of a copy of it. The
+//! protocol is PJRT's own for DLPack-style sharing: an external reference keeps PJRT from
+//! freeing, moving or donating the memory while it is shared.
+
+use crate::buffer::Buffer;
+use crate::error::Result;
+use crate::ffi;
+use crate::pjrt_call::pjrt;
+
+/// A computed buffer whose row-major elements lie at [`HostView::as_ptr`] in host memory, held
+/// until the view is dropped.
+pub struct HostView {
+    buffer: Buffer,
+    ptr: *mut u8,
+}
+
+// SAFETY: the buffer is Send + Sync; the address is only handed out.
+unsafe impl Send for HostView {}
+unsafe impl Sync for HostView {}
+
+impl HostView {
+    /// The first element. Nothing else reads or writes it: the buffer is owned here.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    pub fn buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+}
+
+impl Buffer {
+    /// Waits for the buffer's value, then shares its memory in place where that memory is the
+    /// host's, dense and row-major, and not empty; otherwise gives the buffer back (copy it
+    /// with [`Buffer::to_host_into`]). An execution error is an error.
+    pub fn into_host_view(self) -> Result<std::result::Result<HostView, Buffer>> {
+        self.block_until_ready()?;
+        if self.platform_name() != "cpu"
+            || self.shape().iter().product::<usize>() == 0
+            || self.client_inner().plugin.forked()
+        {
+            return Ok(Err(self));
+        }
+        let api = self.client_inner().plugin.api();
+        if api.PJRT_Buffer_OpaqueDeviceMemoryDataPointer.is_none()
+            || api.PJRT_Buffer_IncreaseExternalReferenceCount.is_none()
+            || api.PJRT_Buffer_DecreaseExternalReferenceCount.is_none()
+            || api.PJRT_Buffer_GetMemoryLayout.is_none()
+            || !self.row_major()?
+        {
+            return Ok(Err(self));
+        }
+        let mut p: ffi::PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args = ffi::args();
+        p.buffer = self.raw();
+        pjrt!(api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer, &mut p)?;
+        let ptr = p.device_memory_ptr as *mut u8;
+        if ptr.is_null() {
+            return Ok(Err(self));
+        }
+        let mut inc: ffi::PJRT_Buffer_IncreaseExternalReferenceCount_Args = ffi::args();
+        inc.buffer = self.raw();
+        pjrt!(api, PJRT_Buffer_IncreaseExternalReferenceCount, &mut inc)?;
+        // The view owns the reference from here: its drop gives it back.
+        Ok(Ok(HostView { buffer: self, ptr }))
+    }
+
+    /// Whether PJRT lays the elements out dense and row-major (untiled, the last dim fastest).
+    fn row_major(&self) -> Result<bool> {
+        let api = self.client_inner().plugin.api();
+        let mut a: ffi::PJRT_Buffer_GetMemoryLayout_Args = ffi::args();
+        a.buffer = self.raw();
+        pjrt!(api, PJRT_Buffer_GetMemoryLayout, &mut a)?;
+        let layout = &a.layout;
+        if layout.type_ != ffi::PJRT_Buffer_MemoryLayout_Type::PJRT_Buffer_MemoryLayout_Type_Tiled {
+            return Ok(false);
+        }
+        // SAFETY: the tiled variant is the one set; its arrays live as long as the buffer.
+        let tiled = unsafe { &layout.__bindgen_anon_1.tiled };
+        if tiled.num_tiles != 0 || tiled.minor_to_major_size != self.shape().len() {
+            return Ok(false);
+        }
+        let minor_to_major = if tiled.minor_to_major_size == 0 {
+            &[][..]
+        } else {
+            // SAFETY: as above.
+            unsafe { std::slice::from_raw_parts(tiled.minor_to_major, tiled.minor_to_major_size) }
+        };
+        let rank = self.shape().len() as i64;
+        Ok(minor_to_major
+            .iter()
+            .enumerate()
+            .all(|(i, &d)| d == rank - 1 - i as i64))
+    }
+}
+
+impl Drop for HostView {
+    fn drop(&mut self) {
+        let client = self.buffer.client_inner();
+        if client.plugin.forked() {
+            return;
+        }
+        let mut a: ffi::PJRT_Buffer_DecreaseExternalReferenceCount_Args = ffi::args();
+        a.buffer = self.buffer.raw();
+        let api = client.plugin.api();
+        if let Err(e) = pjrt!(api, PJRT_Buffer_DecreaseExternalReferenceCount, &mut a) {
+            tracing::warn!("releasing a shared buffer: {e}");
+        }
+    }
+}
