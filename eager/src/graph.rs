@@ -45,6 +45,8 @@ pub(crate) struct Graph {
     holders: Vec<(PendingRef, Weak<Storage>)>,
     /// The mode the graph was recorded in (its flush is counted there).
     mode: EagerMode,
+    /// How many ops of [`crate::rules::is_slow_fused`] it holds.
+    pub(crate) slow_fused: usize,
 }
 
 /// A graph that ran, with its live results and their buffers.
@@ -89,6 +91,7 @@ impl Graph {
             nodes: Vec::new(),
             holders: Vec::new(),
             mode: EagerMode::DeferAndFuse,
+            slow_fused: 0,
         }
     }
 

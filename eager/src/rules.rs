@@ -41,13 +41,13 @@ pub(crate) fn size_limit_reached(n: usize, ids: impl FnOnce() -> Vec<u64>) -> bo
     tail_period(&ids()).is_some_and(|p| n % p == 0)
 }
 
-/// Elementwise ops whose fused code is slower on XLA CPU than their own kernels. Measured on
-/// the CPU plugin (xla-cpu-pjrt 0.0.1), 256x256 f32, 50 ops as one program vs 50 launches of
-/// one: sin 21.3 vs 14.0 ms, cos 25.4 vs 14.2, exp 7.1 vs 4.1, sigmoid 8.8 vs 5.9; fusing 50
-/// `mul`s instead gained 10x. `tanh` fuses as fast as it runs alone (6.2 vs 6.2 ms; it was
-/// 15 vs 3.6 ms on an earlier plugin), so it no longer cuts. An optimization barrier between
-/// the ops in one program does not help (50 `sin`: 25.0 vs 25.4 ms): the loss is in the
-/// fused kernel itself.
+/// Elementwise ops whose fused code gets slower on XLA CPU the more of them one program
+/// chains. Measured on the CPU plugin (xla-cpu-pjrt 0.0.1), 256x256 f32, 50 ops as one
+/// program vs 50 launches of one: sin 21.3 vs 14.0 ms, cos 25.4 vs 14.2, exp 7.1 vs 4.1,
+/// sigmoid 8.8 vs 5.9; fusing 50 `mul`s instead gained 10x. `tanh` fuses as fast as it runs
+/// alone (6.2 vs 6.2 ms; it was 15 vs 3.6 ms on an earlier plugin), so it is not one of
+/// them. An optimization barrier between the ops in one program does not help (50 `sin`:
+/// 25.0 vs 25.4 ms): the loss is in the fused kernel itself.
 const SLOW_FUSED_ON_CPU: [&str; 9] = [
     "sin", "cos", "tan", "exp", "log", "sigmoid", "erf", "asin", "atan",
 ];
@@ -56,9 +56,18 @@ const SLOW_FUSED_ON_CPU: [&str; 9] = [
 /// matters more).
 const SLOW_FUSED_MIN_ELEMENTS: usize = 16384;
 
-/// Materialization rule: whether the graph is cut right after this op (a transcendental
-/// elementwise op on a large tensor, on the CPU plugin).
-pub(crate) fn cut_after(entry: &OpEntry, device: DeviceKind) -> bool {
+/// A fused program holds at most this many slow ops ([`is_slow_fused`]): the loss grows
+/// with their number. 50 chained `sin` on 256x256 in programs of 1, 2, 5, 10, 25 and 50
+/// ops: 7.5-8.5, 7.0, 7.1-7.5, 8.1-8.6, 10.4 and 11.2 ms (two runs); and the 50-op
+/// pointwise chain of `tessera bench eager` (10 `sin` among `mul`, `add` and `tanh`) ran
+/// 1.5-2x faster as one program (compiled) than cut after every `sin` (DeferAndFuse,
+/// 11 programs).
+pub(crate) const SLOW_FUSED_PER_PROGRAM: usize = 5;
+
+/// Whether this op counts toward [`SLOW_FUSED_PER_PROGRAM`] (a transcendental elementwise
+/// op on a large tensor, on the CPU plugin). Materialization rule: the graph is cut right
+/// after the op that reaches the limit.
+pub(crate) fn is_slow_fused(entry: &OpEntry, device: DeviceKind) -> bool {
     device == DeviceKind::Cpu
         && matches!(entry.op(), OpName::Aten(s) if SLOW_FUSED_ON_CPU.contains(&s.name))
         && entry
