@@ -46,8 +46,6 @@ has_struct_size!(
     PJRT_Event_Destroy_Args,
     PJRT_Buffer_GetMemoryLayout_Args,
     PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args,
-    PJRT_Buffer_IncreaseExternalReferenceCount_Args,
-    PJRT_Buffer_DecreaseExternalReferenceCount_Args,
     PJRT_Event_Await_Args,
     PJRT_Event_Error_Args,
     PJRT_NamedValue,

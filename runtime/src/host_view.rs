@@ -1,15 +1,16 @@
 //! A device buffer read in place by another framework, where the device's memory is the host's
 //! (the CPU plugin): a torch tensor made over a kernel's output instead of a copy of it. The
-//! protocol is PJRT's own for DLPack-style sharing: an external reference keeps PJRT from
-//! freeing, moving or donating the memory while it is shared.
+//! view owns the buffer, so nothing else can donate or free it while the memory is shared
+//! (PJRT's external reference count, which DLPack exports of arrays that others still hold
+//! take, would add two calls per output and guard against nothing here).
 
 use crate::buffer::Buffer;
 use crate::error::Result;
 use crate::ffi;
 use crate::pjrt_call::pjrt;
 
-/// A computed buffer whose row-major elements lie at [`HostView::as_ptr`] in host memory, held
-/// until the view is dropped.
+/// A computed buffer whose row-major elements lie at [`HostView::as_ptr`] in host memory,
+/// valid until the view (which owns the buffer) is dropped.
 pub struct HostView {
     buffer: Buffer,
     ptr: *mut u8,
@@ -43,8 +44,6 @@ impl Buffer {
         }
         let api = self.client_inner().plugin.api();
         if api.PJRT_Buffer_OpaqueDeviceMemoryDataPointer.is_none()
-            || api.PJRT_Buffer_IncreaseExternalReferenceCount.is_none()
-            || api.PJRT_Buffer_DecreaseExternalReferenceCount.is_none()
             || api.PJRT_Buffer_GetMemoryLayout.is_none()
             || !self.row_major()?
         {
@@ -57,10 +56,6 @@ impl Buffer {
         if ptr.is_null() {
             return Ok(Err(self));
         }
-        let mut inc: ffi::PJRT_Buffer_IncreaseExternalReferenceCount_Args = ffi::args();
-        inc.buffer = self.raw();
-        pjrt!(api, PJRT_Buffer_IncreaseExternalReferenceCount, &mut inc)?;
-        // The view owns the reference from here: its drop gives it back.
         Ok(Ok(HostView { buffer: self, ptr }))
     }
 
@@ -90,20 +85,5 @@ impl Buffer {
             .iter()
             .enumerate()
             .all(|(i, &d)| d == rank - 1 - i as i64))
-    }
-}
-
-impl Drop for HostView {
-    fn drop(&mut self) {
-        let client = self.buffer.client_inner();
-        if client.plugin.forked() {
-            return;
-        }
-        let mut a: ffi::PJRT_Buffer_DecreaseExternalReferenceCount_Args = ffi::args();
-        a.buffer = self.buffer.raw();
-        let api = client.plugin.api();
-        if let Err(e) = pjrt!(api, PJRT_Buffer_DecreaseExternalReferenceCount, &mut a) {
-            tracing::warn!("releasing a shared buffer: {e}");
-        }
     }
 }
