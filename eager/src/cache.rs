@@ -3,11 +3,11 @@
 //! inference of DeferAndFuse) and, once an op runs alone, its compiled program. The key is
 //! structural (numbers, not module text), so a hit costs one hash of a few words.
 
+use crate::bounded::Bounded;
 use crate::error::{EagerError, Result};
 use crate::tensor::OpName;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use tessera_lowering::stablehlo::{TensorType, Value};
 use tessera_ops::bind::Bound;
 use tessera_ops::schema::Tag;
@@ -189,20 +189,12 @@ pub(crate) fn push_type(k: &mut Vec<u64>, t: &TensorType) {
     k.extend(t.shape.iter().map(|&d| d as u64));
 }
 
-type EntryMap = HashMap<Vec<u64>, Arc<OpEntry>>;
-
-fn entries() -> &'static Mutex<EntryMap> {
-    static MAP: OnceLock<Mutex<EntryMap>> = OnceLock::new();
-    MAP.get_or_init(Default::default)
-}
+/// Lowered ops by structural key.
+static ENTRIES: Bounded<Arc<OpEntry>> = Bounded::new();
 
 /// The cached entry for `key`, or `None` (then [`build_entry`] makes it).
 pub(crate) fn lookup(key: &[u64]) -> Option<Arc<OpEntry>> {
-    entries()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(key)
-        .cloned()
+    ENTRIES.get(key)
 }
 
 /// Plans and lowers a call on its own (validating it: shapes, dtypes, arguments), records its
@@ -277,6 +269,5 @@ pub(crate) fn build_entry(
         module,
         exe: Mutex::new(None),
     });
-    let mut map = entries().lock().unwrap_or_else(|p| p.into_inner());
-    Ok(map.entry(key).or_insert(entry).clone())
+    Ok(ENTRIES.get_or_insert(key, entry))
 }

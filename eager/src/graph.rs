@@ -4,6 +4,7 @@
 //! program is cached under a structural key (op entries, how they connect, which results
 //! live), so a repeated loop body compiles once.
 
+use crate::bounded::Bounded;
 use crate::cache::{Lowering, OpEntry};
 use crate::error::{EagerError, Result};
 use crate::mode::EagerMode;
@@ -12,7 +13,7 @@ use crate::stats::{count, FlushReason};
 use crate::tensor::{PendingRef, State, Storage};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_lowering::stablehlo::{TensorType, Value};
 use tessera_ops::{lower_planned, result_values, CheckKind, Lower};
@@ -66,8 +67,6 @@ struct Fused {
     checks: Arc<Vec<(String, CheckKind)>>,
 }
 
-type FusedMap = HashMap<Vec<u64>, Arc<Fused>>;
-
 /// A fused program that ran: it, its live results' buffers, its checks.
 type FusedRun = (
     Arc<Executable>,
@@ -75,10 +74,8 @@ type FusedRun = (
     Arc<Vec<(String, CheckKind)>>,
 );
 
-fn fused_cache() -> &'static Mutex<FusedMap> {
-    static MAP: OnceLock<Mutex<FusedMap>> = OnceLock::new();
-    MAP.get_or_init(Default::default)
-}
+/// Fused programs by structural key.
+static FUSED: Bounded<Arc<Fused>> = Bounded::new();
 
 impl Graph {
     pub fn new() -> Graph {
@@ -317,11 +314,7 @@ impl Runtime {
         aliases: &[(usize, usize)],
     ) -> Result<FusedRun> {
         let key = key_of(g, live, aliases);
-        let cached = fused_cache()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-            .cloned();
+        let cached = FUSED.get(&key);
         let fused = match cached {
             Some(f) => {
                 count(g.mode, |s| s.cache_hits += 1);
@@ -339,10 +332,7 @@ impl Runtime {
                     exe: Arc::new(exe),
                     checks: Arc::new(checks),
                 });
-                fused_cache()
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(key, f.clone());
+                FUSED.insert(key, f.clone());
                 f
             }
         };
