@@ -33,8 +33,10 @@ def test_gelu_at_inf_is_judged_by_torchs_float64_result():
     assert got[7].item() == float("inf")
     error, known = judge("gelu", torch.ops.aten.gelu.default, (x,), got)
     assert error is None
-    expected_kind = None if torch.equal(torch.nn.functional.gelu(x), got) else "float64_oracle"
-    assert known == expected_kind
+    # The float64 oracle explains only torch's NaN at +inf; where torch gives +inf too (no
+    # AVX-512), its f32 result may still differ by an ulp elsewhere, within tolerance.
+    torch_nan_at_inf = torch.isnan(torch.nn.functional.gelu(x)[7]).item()
+    assert known == ("float64_oracle" if torch_nan_at_inf else None)
 
 
 def test_subnormal_flush_is_explained_and_counted():
