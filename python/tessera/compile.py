@@ -190,7 +190,7 @@ class _Program:
                         # tensor the backward program reads without a copy); what the user
                         # sees comes back as a CPU tensor.
                         kind = "saved" if n < len(saved) and saved[n] else "program"
-                        plan.append((kind, len(results)))
+                        plan.append((kind, len(results), _traced_device(o)))
                         results.append(self._result(o, env[o]))
                 return results
             else:
@@ -237,14 +237,27 @@ class _Program:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         outs = fn([_native_arg(a) for a in tensors])
         take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
-                "program": lambda k: _download(outs[k]), "saved": lambda k: _wrap(outs[k])}
+                "program": lambda k, d: _download(outs[k]), "saved": lambda k, d: _wrap(outs[k])}
         if any(a.device.type == "meta" for a in tensors):
             # Traced from tpu tensors (their inner meta tensors are the inputs): every result
-            # stays on the device, returned as the inner tensor of a new tpu tensor.
-            take["program"] = take["saved"] = lambda k: _device_out(outs[k])
+            # stays on the device. One AOTAutograd wraps in a tpu tensor (traced as the inner
+            # meta tensor of one) is returned as the inner tensor of a new tpu tensor; one
+            # traced as a plain tensor on the device (made in the graph by a factory:
+            # `arange(.., device=x.device)` returned to the code after a graph break) is not
+            # wrapped by AOTAutograd, so it is returned as a tpu tensor itself (as the inner
+            # meta tensor it would reach the next graph as a meta tensor: "found at least two
+            # devices, tpu:0 and meta").
+            take["program"] = lambda k, d: _wrap(outs[k]) if d == "tpu" else _device_out(outs[k])
+            take["saved"] = lambda k, d: _device_out(outs[k])
         res = [take[p[0]](*p[1:]) for p in plan]
         args.clear()  # boxed calling convention: the caller's list is ours to free
         return res
+
+
+def _traced_device(node):
+    """The device type of graph output `node` as traced (its fake value's), or None."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return val.device.type if isinstance(val, torch.Tensor) else None
 
 
 def _device_out(e):

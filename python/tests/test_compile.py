@@ -315,3 +315,32 @@ def test_random_ops_in_a_compiled_graph_draw_new_numbers_each_call_and_follow_ma
     after = tc.report()
     assert after["fallbacks"] == before["fallbacks"]
     assert after["programs_traced"] - before.get("programs_traced", 0) == 1
+
+
+def test_a_tensor_made_on_the_tpu_device_in_a_graph_reaches_the_code_after_a_graph_break():
+    # XLM/Flaubert's `get_masks`: `arange(.., device=lengths.device)` made in the graph before
+    # an `.item()` break is an output of that graph (traced as a plain device tensor, not one
+    # AOTAutograd wraps): it must come back as a tpu tensor, not as an inner meta tensor
+    # ("found at least two devices, tpu:0 and meta" in the graph after the break).
+    def f(x, lengths):
+        alen = torch.arange(x.shape[1], dtype=torch.long, device=lengths.device)
+        assert lengths.max().item() <= x.shape[1]
+        return x * (alen < lengths[:, None]).float()
+
+    x, lengths = torch.randn(2, 5, generator=torch.Generator().manual_seed(14)), torch.tensor([5, 3])
+    got = torch.compile(f, backend="tessera")(x.to("tpu"), lengths.to("tpu"))
+    assert type(got).__name__ == "TpuTensor"
+    torch.testing.assert_close(got.cpu(), f(x, lengths), rtol=0, atol=0)
+
+
+def test_cpu_indices_of_a_tpu_tensor_in_a_compiled_graph():
+    # SAM's relative positions: `rel_pos[coords.long()]` of coordinates made on the CPU, as
+    # eager allows (CPU index tensors with device tensors, as torch does for CUDA).
+    def f(rel_pos):
+        coords = torch.arange(4)[:, None] - torch.arange(4)[None, :] + 3
+        return rel_pos[coords] * 2
+
+    rel_pos = torch.randn(7, 3, generator=torch.Generator().manual_seed(15))
+    got = torch.compile(f, backend="tessera", fullgraph=True)(rel_pos.to("tpu"))
+    torch.testing.assert_close(got.cpu(), f(rel_pos), rtol=0, atol=0)
+
