@@ -344,3 +344,25 @@ def test_cpu_indices_of_a_tpu_tensor_in_a_compiled_graph():
     got = torch.compile(f, backend="tessera", fullgraph=True)(rel_pos.to("tpu"))
     torch.testing.assert_close(got.cpu(), f(rel_pos), rtol=0, atol=0)
 
+
+def test_grouped_query_attention_compiles_forward_and_backward():
+    # GPT-BigCode (multi-query) and Laguna: `enable_gqa=True` reaches torch's CPU flash
+    # attention op with fewer key/value heads than query heads.
+    def f(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+    g = torch.Generator().manual_seed(16)
+    q, k, v = (torch.randn(2, h, 6, 8, generator=g, requires_grad=True) for h in (4, 2, 2))
+    want = f(q, k, v)
+    want.sum().backward()
+    want_grads = [t.grad for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    before = tc.report()
+    got = torch.compile(f, backend="tessera")(q, k, v)
+    got.sum().backward()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for t, w in zip((q, k, v), want_grads):
+        torch.testing.assert_close(t.grad, w, rtol=1e-5, atol=1e-5)
+    assert tc.report()["fallbacks"] == before["fallbacks"]
+
