@@ -366,3 +366,16 @@ def test_grouped_query_attention_compiles_forward_and_backward():
         torch.testing.assert_close(t.grad, w, rtol=1e-5, atol=1e-5)
     assert tc.report()["fallbacks"] == before["fallbacks"]
 
+
+def test_a_cpu_scalar_tensor_with_tpu_tensors_in_a_compiled_graph():
+    # DeBERTa's / SEW-D's XSoftmax: `masked_fill(rmask, torch.tensor(finfo.min))`, a CPU
+    # scalar tensor with device tensors, as eager allows.
+    def f(x, mask):
+        rmask = ~mask.to(torch.bool)
+        out = torch.softmax(x.masked_fill(rmask, torch.tensor(torch.finfo(x.dtype).min)), -1)
+        return out.masked_fill(rmask, 0) + torch.tensor(1.5)
+
+    x = torch.randn(2, 5, generator=torch.Generator().manual_seed(17))
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    got = torch.compile(f, backend="tessera", fullgraph=True)(x.to("tpu"), mask.to("tpu"))
+    torch.testing.assert_close(got.cpu(), f(x, mask), rtol=1e-6, atol=1e-6)

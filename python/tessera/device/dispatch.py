@@ -176,6 +176,12 @@ def _traced_op(func, args, kwargs):
         if isinstance(v, torch.Tensor) and v.device == _META:
             return v  # a CPU index moved to the inner tensors' device (below)
         _check_arg(func, v)  # one device per op, as in eager
+        if isinstance(v, torch.Tensor) and v.device.type == "cpu":
+            # A CPU scalar (0-dim; `masked_fill(mask, torch.tensor(min))` in DeBERTa's and
+            # SEW-D's XSoftmax), which eager takes with device tensors: moved to the inner
+            # tensors' device in the trace, since the meta inner tensors take no CPU scalar
+            # in some of torch's references ("Expected `value` to be on same device as `a`").
+            return v.to(_META)
         return v
 
     if func in _CPU_INDICES_OK:
