@@ -122,6 +122,34 @@ def _kernel_call(target, kernel, library, args, kwargs):
     return outs[0] if len(target._schema.returns) == 1 else tuple(outs)
 
 
+def _as_strided_args(node, args):
+    """`as_strided(x, size, stride, offset)` reads `x`'s storage, as torch laid it out (the
+    node's traced input: a view's strides and offset, LongFormer's chunks of a transposed
+    tensor); the program's value of `x` is contiguous. Unless the traced `x` is contiguous at
+    offset 0 (then the value is its storage), the arguments become those of `as_strided` over
+    the storage positions `x` covers, gathered from the value: (x.flatten()[positions], ...)."""
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(x, torch.Tensor):
+        return args
+    size, stride = [int(d) for d in args[1]], [int(d) for d in args[2]]
+    offset = args[3] if len(args) > 3 and args[3] is not None else x.storage_offset()
+    shape, strides, base = [int(d) for d in x.shape], [int(d) for d in x.stride()], int(x.storage_offset())
+    if base == 0 and strides == _contiguous_strides(shape):
+        return args
+    # Storage position -> x's element (row-major), -1 where x does not cover the position.
+    end = 1 + max(base + sum((d - 1) * st for d, st in zip(shape, strides) if d),
+                  int(offset) + sum((d - 1) * st for d, st in zip(size, stride) if d))
+    owner = torch.full((end,), -1, dtype=torch.int64)
+    owner.as_strided(shape, strides, base).copy_(torch.arange(math.prod(shape)).reshape(shape))
+    index = owner.as_strided(size, stride, int(offset)).reshape(-1)
+    if (index < 0).any():
+        raise _native.UnsupportedError(
+            "tessera compile: as_strided reads storage its input does not cover")
+    flat = _native.eager_call("reshape", [_native_arg(args[0]), [-1]], {})[0]
+    taken = _native.eager_call("index_select", [flat, 0, _upload(index)], {})[0]
+    return (taken, size, _contiguous_strides(size), 0)
+
+
 def _sym_size(t, dim):
     return t.shape[dim]
 
@@ -169,6 +197,8 @@ class _Program:
             elif node.op == "call_function":
                 args = torch.fx.node.map_arg(node.args, lambda n: env[n])
                 kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+                if node.target is torch.ops.aten.as_strided.default:
+                    args = _as_strided_args(node, args)
                 env[node] = self._call(node.target, args, kwargs)
             elif node.op == "output":
                 outs = node.args[0]

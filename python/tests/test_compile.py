@@ -379,3 +379,17 @@ def test_a_cpu_scalar_tensor_with_tpu_tensors_in_a_compiled_graph():
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
     got = torch.compile(f, backend="tessera", fullgraph=True)(x.to("tpu"), mask.to("tpu"))
     torch.testing.assert_close(got.cpu(), f(x, mask), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", ["cpu", "tpu"])
+def test_as_strided_of_a_non_contiguous_view_reads_torchs_storage_layout(device):
+    # LongFormer's `_chunk`: overlapping windows by `as_strided` over a transposed tensor's
+    # storage; the program's values are contiguous, so the windows are gathered from the
+    # positions torch's layout gives (else it read other elements: 1e-4 off in LongFormer).
+    def f(x):
+        z = x.transpose(0, 1).unsqueeze(1)  # (4, 1, 6, 8): a transposed view, not contiguous
+        return z.as_strided((4, 2, 4, 8), (8, 64, 32, 1)) * 2 + 1
+
+    x = torch.randn(6, 4, 8, generator=torch.Generator().manual_seed(18))
+    got = torch.compile(f, backend="tessera", fullgraph=True)(x.to(device))
+    torch.testing.assert_close(got.cpu(), f(x), rtol=0, atol=0)
