@@ -122,6 +122,34 @@ def _kernel_call(target, kernel, library, args, kwargs):
     return outs[0] if len(target._schema.returns) == 1 else tuple(outs)
 
 
+def _as_strided_args(node, args):
+    """`as_strided(x, size, stride, offset)` reads `x`'s storage, as torch laid it out (the
+    node's traced input: a view's strides and offset, LongFormer's chunks of a transposed
+    tensor); the program's value of `x` is contiguous. Unless the traced `x` is contiguous at
+    offset 0 (then the value is its storage), the arguments become those of `as_strided` over
+    the storage positions `x` covers, gathered from the value: (x.flatten()[positions], ...)."""
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(x, torch.Tensor):
+        return args
+    size, stride = [int(d) for d in args[1]], [int(d) for d in args[2]]
+    offset = args[3] if len(args) > 3 and args[3] is not None else x.storage_offset()
+    shape, strides, base = [int(d) for d in x.shape], [int(d) for d in x.stride()], int(x.storage_offset())
+    if base == 0 and strides == _contiguous_strides(shape):
+        return args
+    # Storage position -> x's element (row-major), -1 where x does not cover the position.
+    end = 1 + max(base + sum((d - 1) * st for d, st in zip(shape, strides) if d),
+                  int(offset) + sum((d - 1) * st for d, st in zip(size, stride) if d))
+    owner = torch.full((end,), -1, dtype=torch.int64)
+    owner.as_strided(shape, strides, base).copy_(torch.arange(math.prod(shape)).reshape(shape))
+    index = owner.as_strided(size, stride, int(offset)).reshape(-1)
+    if (index < 0).any():
+        raise _native.UnsupportedError(
+            "tessera compile: as_strided reads storage its input does not cover")
+    flat = _native.eager_call("reshape", [_native_arg(args[0]), [-1]], {})[0]
+    taken = _native.eager_call("index_select", [flat, 0, _upload(index)], {})[0]
+    return (taken, size, _contiguous_strides(size), 0)
+
+
 def _sym_size(t, dim):
     return t.shape[dim]
 
@@ -169,6 +197,8 @@ class _Program:
             elif node.op == "call_function":
                 args = torch.fx.node.map_arg(node.args, lambda n: env[n])
                 kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+                if node.target is torch.ops.aten.as_strided.default:
+                    args = _as_strided_args(node, args)
                 env[node] = self._call(node.target, args, kwargs)
             elif node.op == "output":
                 outs = node.args[0]
@@ -190,7 +220,7 @@ class _Program:
                         # tensor the backward program reads without a copy); what the user
                         # sees comes back as a CPU tensor.
                         kind = "saved" if n < len(saved) and saved[n] else "program"
-                        plan.append((kind, len(results)))
+                        plan.append((kind, len(results), _traced_device(o)))
                         results.append(self._result(o, env[o]))
                 return results
             else:
@@ -237,14 +267,27 @@ class _Program:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         outs = fn([_native_arg(a) for a in tensors])
         take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
-                "program": lambda k: _download(outs[k]), "saved": lambda k: _wrap(outs[k])}
+                "program": lambda k, d: _download(outs[k]), "saved": lambda k, d: _wrap(outs[k])}
         if any(a.device.type == "meta" for a in tensors):
             # Traced from tpu tensors (their inner meta tensors are the inputs): every result
-            # stays on the device, returned as the inner tensor of a new tpu tensor.
-            take["program"] = take["saved"] = lambda k: _device_out(outs[k])
+            # stays on the device. One AOTAutograd wraps in a tpu tensor (traced as the inner
+            # meta tensor of one) is returned as the inner tensor of a new tpu tensor; one
+            # traced as a plain tensor on the device (made in the graph by a factory:
+            # `arange(.., device=x.device)` returned to the code after a graph break) is not
+            # wrapped by AOTAutograd, so it is returned as a tpu tensor itself (as the inner
+            # meta tensor it would reach the next graph as a meta tensor: "found at least two
+            # devices, tpu:0 and meta").
+            take["program"] = lambda k, d: _wrap(outs[k]) if d == "tpu" else _device_out(outs[k])
+            take["saved"] = lambda k, d: _device_out(outs[k])
         res = [take[p[0]](*p[1:]) for p in plan]
         args.clear()  # boxed calling convention: the caller's list is ours to free
         return res
+
+
+def _traced_device(node):
+    """The device type of graph output `node` as traced (its fake value's), or None."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return val.device.type if isinstance(val, torch.Tensor) else None
 
 
 def _device_out(e):
@@ -260,6 +303,47 @@ def _compile_graph(gm, example_inputs):
     return program
 
 
+def _repeat_heads(t, heads):
+    """[B, Hk, L, D] as [B, heads, L, D]: each key/value head repeated for its group of query
+    heads (torch's `repeat_interleave` of grouped-query attention)."""
+    b, hk, n, d = t.shape
+    return t.unsqueeze(2).expand(b, hk, heads // hk, n, d).reshape(b, heads, n, d)
+
+
+def _flash_cpu_gqa(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    """Grouped-query attention (fewer key/value heads than query heads, `enable_gqa=True`:
+    GPT-BigCode's multi-query, Laguna) through torch's CPU flash-attention op, which takes
+    such heads: as the same op of key and value with their heads repeated, which Tessera's
+    lowering takes (it wants Q, K and V of one head count). Other calls: the op itself."""
+    if query.dim() != 4 or key.dim() != 4 or query.shape[1] == key.shape[1]:
+        return NotImplemented
+    heads = query.shape[1]
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(
+        query, _repeat_heads(key, heads), _repeat_heads(value, heads), dropout_p, is_causal,
+        attn_mask=attn_mask, scale=scale)
+
+
+def _flash_cpu_gqa_backward(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *,
+                            attn_mask=None, scale=None):
+    """The backward of `_flash_cpu_gqa`: of the repeated heads, then each key/value head's
+    gradient summed over its group."""
+    if query.dim() != 4 or key.dim() != 4 or query.shape[1] == key.shape[1]:
+        return NotImplemented
+    heads, (b, hk, n, d) = query.shape[1], key.shape
+    gq, gk, gv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(
+        grad_out, query, _repeat_heads(key, heads), _repeat_heads(value, heads), out, logsumexp,
+        dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
+    gk = gk.reshape(b, hk, heads // hk, n, d).sum(2)
+    gv = gv.reshape(b, hk, heads // hk, n, value.shape[-1]).sum(2)
+    return gq, gk, gv
+
+
+_GQA_DECOMPOSITIONS = {
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_cpu_gqa,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _flash_cpu_gqa_backward,
+}
+
+
 def backend(gm, example_inputs):
     """The torch.compile backend (registered as "tessera" and "tpu")."""
     from torch._decomp import core_aten_decompositions
@@ -270,6 +354,7 @@ def backend(gm, example_inputs):
     # as its logsumexp, which the op's own backward then rejects; Tessera lowers the op and its
     # backward as they are.
     decompositions.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    decompositions.update(_GQA_DECOMPOSITIONS)
     return aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph,
                         decompositions=decompositions)(gm, example_inputs)
 

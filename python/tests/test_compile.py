@@ -315,3 +315,81 @@ def test_random_ops_in_a_compiled_graph_draw_new_numbers_each_call_and_follow_ma
     after = tc.report()
     assert after["fallbacks"] == before["fallbacks"]
     assert after["programs_traced"] - before.get("programs_traced", 0) == 1
+
+
+def test_a_tensor_made_on_the_tpu_device_in_a_graph_reaches_the_code_after_a_graph_break():
+    # XLM/Flaubert's `get_masks`: `arange(.., device=lengths.device)` made in the graph before
+    # an `.item()` break is an output of that graph (traced as a plain device tensor, not one
+    # AOTAutograd wraps): it must come back as a tpu tensor, not as an inner meta tensor
+    # ("found at least two devices, tpu:0 and meta" in the graph after the break).
+    def f(x, lengths):
+        alen = torch.arange(x.shape[1], dtype=torch.long, device=lengths.device)
+        assert lengths.max().item() <= x.shape[1]
+        return x * (alen < lengths[:, None]).float()
+
+    x, lengths = torch.randn(2, 5, generator=torch.Generator().manual_seed(14)), torch.tensor([5, 3])
+    got = torch.compile(f, backend="tessera")(x.to("tpu"), lengths.to("tpu"))
+    assert type(got).__name__ == "TpuTensor"
+    torch.testing.assert_close(got.cpu(), f(x, lengths), rtol=0, atol=0)
+
+
+def test_cpu_indices_of_a_tpu_tensor_in_a_compiled_graph():
+    # SAM's relative positions: `rel_pos[coords.long()]` of coordinates made on the CPU, as
+    # eager allows (CPU index tensors with device tensors, as torch does for CUDA).
+    def f(rel_pos):
+        coords = torch.arange(4)[:, None] - torch.arange(4)[None, :] + 3
+        return rel_pos[coords] * 2
+
+    rel_pos = torch.randn(7, 3, generator=torch.Generator().manual_seed(15))
+    got = torch.compile(f, backend="tessera", fullgraph=True)(rel_pos.to("tpu"))
+    torch.testing.assert_close(got.cpu(), f(rel_pos), rtol=0, atol=0)
+
+
+def test_grouped_query_attention_compiles_forward_and_backward():
+    # GPT-BigCode (multi-query) and Laguna: `enable_gqa=True` reaches torch's CPU flash
+    # attention op with fewer key/value heads than query heads.
+    def f(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+    g = torch.Generator().manual_seed(16)
+    q, k, v = (torch.randn(2, h, 6, 8, generator=g, requires_grad=True) for h in (4, 2, 2))
+    want = f(q, k, v)
+    want.sum().backward()
+    want_grads = [t.grad for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    before = tc.report()
+    got = torch.compile(f, backend="tessera")(q, k, v)
+    got.sum().backward()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for t, w in zip((q, k, v), want_grads):
+        torch.testing.assert_close(t.grad, w, rtol=1e-5, atol=1e-5)
+    assert tc.report()["fallbacks"] == before["fallbacks"]
+
+
+def test_a_cpu_scalar_tensor_with_tpu_tensors_in_a_compiled_graph():
+    # DeBERTa's / SEW-D's XSoftmax: `masked_fill(rmask, torch.tensor(finfo.min))`, a CPU
+    # scalar tensor with device tensors, as eager allows.
+    def f(x, mask):
+        rmask = ~mask.to(torch.bool)
+        out = torch.softmax(x.masked_fill(rmask, torch.tensor(torch.finfo(x.dtype).min)), -1)
+        return out.masked_fill(rmask, 0) + torch.tensor(1.5)
+
+    x = torch.randn(2, 5, generator=torch.Generator().manual_seed(17))
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    got = torch.compile(f, backend="tessera", fullgraph=True)(x.to("tpu"), mask.to("tpu"))
+    torch.testing.assert_close(got.cpu(), f(x, mask), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", ["cpu", "tpu"])
+def test_as_strided_of_a_non_contiguous_view_reads_torchs_storage_layout(device):
+    # LongFormer's `_chunk`: overlapping windows by `as_strided` over a transposed tensor's
+    # storage; the program's values are contiguous, so the windows are gathered from the
+    # positions torch's layout gives (else it read other elements: 1e-4 off in LongFormer).
+    def f(x):
+        z = x.transpose(0, 1).unsqueeze(1)  # (4, 1, 6, 8): a transposed view, not contiguous
+        return z.as_strided((4, 2, 4, 8), (8, 64, 32, 1)) * 2 + 1
+
+    x = torch.randn(6, 4, 8, generator=torch.Generator().manual_seed(18))
+    got = torch.compile(f, backend="tessera", fullgraph=True)(x.to(device))
+    torch.testing.assert_close(got.cpu(), f(x), rtol=0, atol=0)

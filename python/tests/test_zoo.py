@@ -56,3 +56,23 @@ def test_a_crashing_model_costs_its_entry_not_the_run(monkeypatch):
     finally:
         worker.stop()
     assert os.path.basename(run.HERE) == "zoo"
+
+
+def test_a_worker_is_restarted_before_it_runs_out_of_memory_mappings():
+    # Compiled programs keep their mappings for the life of the process: past its share of
+    # vm.max_map_count the child is replaced after the model it ran.
+    from zoo import run
+
+    worker = run.Worker(["strict"])
+    try:
+        first = worker.run("classic/rnn", 600)
+        pid = worker.proc.pid
+        assert worker.restarts == 0 and run.map_count(pid) > 0
+        worker.max_maps = 1
+        second = worker.run("classic/rnn", 600)
+        assert worker.proc is None and worker.restarts == 1
+        third = worker.run("classic/rnn", 600)
+        assert worker.proc is None and worker.restarts == 2
+        assert all(e["status"]["strict"] == "match" for e in (first, second, third))
+    finally:
+        worker.stop()

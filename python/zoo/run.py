@@ -30,12 +30,42 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ["route", "strict", "debug", "defer", "compiled", "compiled_tpu"]
 
 
+def max_map_count():
+    """The kernel's limit on a process's memory mappings (`vm.max_map_count`)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 65530
+
+
+def map_count(pid):
+    """How many memory mappings process `pid` holds (None where /proc does not say)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return None
+
+
 class Worker:
     """A `python -m zoo.model` child fed model names one at a time (torch and transformers are
-    imported once, not per model); restarted after a crash or a timeout."""
+    imported once, not per model); restarted after a crash or a timeout, and before it runs out
+    of memory mappings: every program the eager runtime compiles keeps ~3 mappings for the
+    life of the process (its lowering cache holds each op's executable), so a child that ran a
+    few hundred models reached `vm.max_map_count` (65,530), after which XLA's CPU compiler
+    fails ("Failed to materialize symbols") or the process dies of SIGSEGV (the full run of
+    stops 15-17: nemotron_h, nllb-moe, nomic_bert failed so, then nystromformer crashed; each
+    matches in a fresh process)."""
+
+    # The share of `vm.max_map_count` past which the child is restarted after a model (the
+    # largest models add a few thousand mappings).
+    MAP_SHARE = 0.5
 
     def __init__(self, modes):
         self.modes, self.proc = modes, None
+        self.max_maps = int(max_map_count() * self.MAP_SHARE)
+        self.restarts = 0
 
     def _start(self):
         self.proc = subprocess.Popen([sys.executable, "-m", "zoo.model", "--modes", *self.modes],
@@ -68,6 +98,10 @@ class Worker:
             if line.startswith("ZOO "):
                 entry = json.loads(line[4:])
                 entry["seconds"] = round(time.time() - t, 1)
+                maps = map_count(self.proc.pid)
+                if maps is not None and maps > self.max_maps:
+                    self.stop()  # the next model starts a fresh child
+                    self.restarts += 1
                 return entry
 
     def _failed(self, name, why, t):

@@ -173,9 +173,22 @@ def _traced_op(func, args, kwargs):
             return v.to("meta")
         if isinstance(v, torch.device) and v.type == _NAME:
             return _META  # `_to_copy(.., device=tpu)` (`type_as`): the result stays inner
+        if isinstance(v, torch.Tensor) and v.device == _META:
+            return v  # a CPU index moved to the inner tensors' device (below)
         _check_arg(func, v)  # one device per op, as in eager
+        if isinstance(v, torch.Tensor) and v.device.type == "cpu":
+            # A CPU scalar (0-dim; `masked_fill(mask, torch.tensor(min))` in DeBERTa's and
+            # SEW-D's XSoftmax), which eager takes with device tensors: moved to the inner
+            # tensors' device in the trace, since the meta inner tensors take no CPU scalar
+            # in some of torch's references ("Expected `value` to be on same device as `a`").
+            return v.to(_META)
         return v
 
+    if func in _CPU_INDICES_OK:
+        # CPU index tensors with device tensors, as in eager (`rel_pos[coords.long()]` of
+        # coordinates made on the CPU, SAM's relative positions): moved to the inner tensors'
+        # device in the trace (a copy the compiled program runs as one).
+        args = [_cpu_indices_to_meta(a) if isinstance(a, (list, tuple)) else a for a in args]
     out = func(*_tree_map(inner, list(args)), **{k: _tree_map(inner, v) for k, v in kwargs.items()})
 
     def outer(o):
@@ -186,6 +199,13 @@ def _traced_op(func, args, kwargs):
         return TpuTensor.__tensor_unflatten__({"_meta": o}, (o.storage_offset(),), o.shape, o.stride())
 
     return _tree_map(outer, out)
+
+
+def _cpu_indices_to_meta(indices):
+    return type(indices)(
+        i.to(_META) if isinstance(i, torch.Tensor) and not isinstance(i, TpuTensor) and i.device.type == "cpu" else i
+        for i in indices
+    )
 
 
 def _failed(func, args, kwargs, error):
