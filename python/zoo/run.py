@@ -51,12 +51,12 @@ def map_count(pid):
 class Worker:
     """A `python -m zoo.model` child fed model names one at a time (torch and transformers are
     imported once, not per model); restarted after a crash or a timeout, and before it runs out
-    of memory mappings: every program the eager runtime compiles keeps ~3 mappings for the
-    life of the process (its lowering cache holds each op's executable), so a child that ran a
-    few hundred models reached `vm.max_map_count` (65,530), after which XLA's CPU compiler
-    fails ("Failed to materialize symbols") or the process dies of SIGSEGV (the full run of
-    stops 15-17: nemotron_h, nllb-moe, nomic_bert failed so, then nystromformer crashed; each
-    matches in a fresh process)."""
+    of memory mappings: every compiled program keeps ~3 mappings while it lives, and a child
+    that ran a few hundred models reached `vm.max_map_count` (65,530) when the eager runtime's
+    caches were unbounded (bounded since stop 18; torch.compile's programs and kernel ops' still
+    are), after which XLA's CPU compiler fails ("Failed to materialize symbols") or the process
+    dies of SIGSEGV (the full run of stops 15-17: nemotron_h, nllb-moe, nomic_bert failed so,
+    then nystromformer crashed; each matches in a fresh process)."""
 
     # The share of `vm.max_map_count` past which the child is restarted after a model (the
     # largest models add a few thousand mappings).
