@@ -46,7 +46,7 @@ pub(crate) struct Graph {
     holders: Vec<(PendingRef, Weak<Storage>)>,
     /// The mode the graph was recorded in (its flush is counted there).
     mode: EagerMode,
-    /// How many ops of [`crate::rules::is_slow_fused`] it holds.
+    /// How many slow transcendental ops it holds (counted by [`crate::rules::cut_after`]).
     pub(crate) slow_fused: usize,
 }
 

@@ -62,12 +62,21 @@ const SLOW_FUSED_MIN_ELEMENTS: usize = 16384;
 /// pointwise chain of `tessera bench eager` (10 `sin` among `mul`, `add` and `tanh`) ran
 /// 1.5-2x faster as one program (compiled) than cut after every `sin` (DeferAndFuse,
 /// 11 programs).
-pub(crate) const SLOW_FUSED_PER_PROGRAM: usize = 5;
+const SLOW_FUSED_PER_PROGRAM: usize = 5;
 
-/// Whether this op counts toward [`SLOW_FUSED_PER_PROGRAM`] (a transcendental elementwise
-/// op on a large tensor, on the CPU plugin). Materialization rule: the graph is cut right
-/// after the op that reaches the limit.
-pub(crate) fn is_slow_fused(entry: &OpEntry, device: DeviceKind) -> bool {
+/// Materialization rule: whether the graph is cut right after this op, the one that brings
+/// the slow ops it holds (`slow_in_graph`, counted here) to [`SLOW_FUSED_PER_PROGRAM`].
+pub(crate) fn cut_after(entry: &OpEntry, device: DeviceKind, slow_in_graph: &mut usize) -> bool {
+    if !is_slow_fused(entry, device) {
+        return false;
+    }
+    *slow_in_graph += 1;
+    *slow_in_graph >= SLOW_FUSED_PER_PROGRAM
+}
+
+/// Whether this op counts toward [`SLOW_FUSED_PER_PROGRAM`]: a transcendental elementwise op
+/// on a large tensor, on the CPU plugin.
+fn is_slow_fused(entry: &OpEntry, device: DeviceKind) -> bool {
     device == DeviceKind::Cpu
         && matches!(entry.op(), OpName::Aten(s) if SLOW_FUSED_ON_CPU.contains(&s.name))
         && entry

@@ -263,13 +263,10 @@ impl Runtime {
     pub(crate) fn after_op(&mut self, entry: &OpEntry, m: EagerMode) -> Result<()> {
         if m.defers() && self.graph.is_full() {
             self.flush(FlushReason::SizeLimit)
-        } else if m == EagerMode::DeferAndFuse && crate::rules::is_slow_fused(entry, self.kind) {
-            self.graph.slow_fused += 1;
-            if self.graph.slow_fused >= crate::rules::SLOW_FUSED_PER_PROGRAM {
-                self.flush(FlushReason::SlowFused)
-            } else {
-                Ok(())
-            }
+        } else if m == EagerMode::DeferAndFuse
+            && crate::rules::cut_after(entry, self.kind, &mut self.graph.slow_fused)
+        {
+            self.flush(FlushReason::SlowFused)
         } else {
             Ok(())
         }

@@ -1,13 +1,15 @@
 // A kernel op's CPU implementation as a boxed C++ kernel: torch's dispatcher calls it without
 // Python, and it hands the tensors' memory to Tessera's runtime (`tessera_kernel_call` in
 // python/src/kernel_ffi.rs, reached through its address). On the CPU plugin an output tensor
-// is made over the runtime's own buffer (no copy), which the tensor's deleter releases. Where the runtime does not take a
-// call, the op's Python implementation runs it (or raises the kernel's own error).
+// is made over the runtime's own buffer (no copy), which the tensor's deleter releases. Where
+// the runtime does not take a call, the op's Python implementation runs it (or raises the
+// kernel's own error).
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <torch/extension.h>
 #include <torch/library.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -74,6 +76,26 @@ int32_t adopt_output(void* ctx, size_t, int32_t dtype, size_t rank, const int64_
   }
 }
 
+// Calls the Python function `f` with `keys` first where given, then the op's arguments (a
+// kernel op's schema takes tensors only), and returns the tensor or tuple of tensors it gives.
+std::vector<at::Tensor> call_python(const py::object& f, std::optional<c10::DispatchKeySet> keys,
+                                    c10::ArrayRef<c10::IValue> args) {
+  py::gil_scoped_acquire gil;
+  const size_t first = keys ? 1 : 0;
+  py::tuple py_args(first + args.size());
+  if (keys) py_args[0] = py::cast(*keys);
+  for (size_t i = 0; i < args.size(); i++)
+    py_args[first + i] = args[i].isTensor() ? py::cast(args[i].toTensor()) : py::none();
+  py::object result = f(*py_args);
+  std::vector<at::Tensor> outs;
+  if (py::isinstance<py::tuple>(result)) {
+    for (auto item : result) outs.push_back(item.cast<at::Tensor>());
+  } else {
+    outs.push_back(result.cast<at::Tensor>());
+  }
+  return outs;
+}
+
 void run_kernel_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().name();
   const KernelOp& k = kernel_ops().at(name);
@@ -109,20 +131,7 @@ void run_kernel_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     ours = g_call(k.kernel.c_str(), k.library.c_str(), inputs.size(), data.data(), dtypes.data(),
                   ranks.data(), dims.data(), &outputs, &alloc_output, &adopt_output) == 0;
   }
-  if (!ours) {
-    py::gil_scoped_acquire gil;
-    py::tuple py_args(n);
-    // A kernel op's schema takes tensors only.
-    for (size_t i = 0; i < n; i++)
-      py_args[i] = args[i].isTensor() ? py::cast(args[i].toTensor()) : py::none();
-    py::object result = k.python_impl(*py_args);
-    outputs.clear();
-    if (py::isinstance<py::tuple>(result)) {
-      for (auto item : result) outputs.push_back(item.cast<at::Tensor>());
-    } else {
-      outputs.push_back(result.cast<at::Tensor>());
-    }
-  }
+  if (!ours) outputs = call_python(k.python_impl, std::nullopt, args);
   torch::jit::drop(*stack, n);
   for (auto& t : outputs) torch::jit::push(*stack, std::move(t));
 }
@@ -156,19 +165,9 @@ void run_autograd(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch
     return;
   }
   const KernelOp& k = kernel_ops().at(op.schema().name());
-  py::gil_scoped_acquire gil;
-  py::tuple py_args(n + 1);
-  py_args[0] = py::cast(keys);
-  auto args = torch::jit::last(*stack, n);
-  for (size_t i = 0; i < n; i++)
-    py_args[i + 1] = args[i].isTensor() ? py::cast(args[i].toTensor()) : py::none();
-  py::object result = k.autograd_impl(*py_args);
+  auto outputs = call_python(k.autograd_impl, keys, torch::jit::last(*stack, n));
   torch::jit::drop(*stack, n);
-  if (py::isinstance<py::tuple>(result)) {
-    for (auto item : result) torch::jit::push(*stack, item.cast<at::Tensor>());
-  } else {
-    torch::jit::push(*stack, result.cast<at::Tensor>());
-  }
+  for (auto& t : outputs) torch::jit::push(*stack, std::move(t));
 }
 
 // Takes over `ns::name`'s autograd on CPU tensors (after register_cpu), calling
