@@ -2,7 +2,7 @@
 
 use crate::buffer::Buffer;
 use crate::client::ClientInner;
-use crate::compile_options::CompileOptions;
+use crate::compile_options::{CompileOptions, OptionOverride};
 use crate::error::{Result, RuntimeError};
 use crate::ffi;
 use crate::pjrt_call::pjrt;
@@ -45,7 +45,7 @@ impl Executable {
         let api = client.plugin.api();
         let start = Instant::now();
         let program = ffi::mlir_program(module);
-        let opts = options.to_proto_bytes();
+        let opts = platform_options(&client.platform_name, options).to_proto_bytes();
         let mut a: ffi::PJRT_Client_Compile_Args = ffi::args();
         a.client = client.raw;
         a.program = &program;
@@ -228,6 +228,21 @@ impl Drop for Executable {
         ) {
             tracing::warn!("destroying executable: {e}");
         }
+    }
+}
+
+/// The options a compile on `platform` gets: the caller's, plus the platform's defaults.
+///
+/// On `cpu`, XNNPACK is off (`xla_cpu_use_xnnpack=false`): the XLA CPU plugin's XNNPACK dots
+/// keep weights packed from an earlier execution and reuse them when a later execution's
+/// weight buffer lands at the same address, so a cached executable silently computed with a
+/// previous call's weights (measured: an `addmm` [32,1536]x[1536,384] run through one
+/// executable with new weights each time gave `b + x @ w_previous` in 9-99% of 200 calls;
+/// a freshly compiled executable, or this option, never did; tests/stale_weights_tests.rs).
+fn platform_options(platform: &str, options: &CompileOptions) -> CompileOptions {
+    match platform {
+        "cpu" => options.with_default_override("xla_cpu_use_xnnpack", OptionOverride::Bool(false)),
+        _ => options.clone(),
     }
 }
 

@@ -30,7 +30,7 @@ pub use cache::{
 };
 pub use checked_slices::{checked_slices, CHECKED_SLICES_ENV};
 pub use client::{Client, ClientOption, DeviceInfo};
-pub use compile_options::CompileOptions;
+pub use compile_options::{CompileOptions, OptionOverride};
 pub use device::{tpu_attached, Device, DeviceKind};
 pub use error::{Result, RuntimeError};
 pub use executable::Executable;
