@@ -329,7 +329,7 @@ impl<'p> Eval<'p> {
                 return Some(());
             }
             OpKind::Fori { body, .. } | OpKind::While { body, .. } | OpKind::RunScoped { body } => {
-                for r in super::body::stored_refs(body) {
+                for r in crate::ir::discharge::stored_refs(body) {
                     self.refs.insert(r, Sym::Other);
                 }
                 Sym::Other

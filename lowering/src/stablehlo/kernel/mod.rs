@@ -33,6 +33,7 @@ mod folded;
 mod grid_loop;
 mod padded;
 mod plan;
+mod snapshot;
 
 pub use checks::{Access, BoundsCheck};
 pub use error::EmitError;
@@ -59,6 +60,7 @@ pub fn emit_kernel(program: &KernelProgram) -> Result<String, EmitError> {
 
 /// The module text of `program` in `form`.
 pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, EmitError> {
+    snapshot::write(program);
     Ok(emit(program, form, false)?.text)
 }
 
@@ -90,6 +92,7 @@ pub fn emit_kernel_checked(
     program: &KernelProgram,
     form: Form,
 ) -> Result<CheckedModule, EmitError> {
+    snapshot::write(program);
     emit(program, form, true)
 }
 
