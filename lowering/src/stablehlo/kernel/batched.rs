@@ -150,8 +150,9 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
         .map(|o| dim_maps(plan, o))
         .collect::<Result<Vec<_>, _>>()
         .map_err(EmitError::internal)?;
+    let body = discharge(plan.body)?;
     if seq.is_empty() && !checked {
-        if let Some(module) = folded::emit(plan, &all_maps)? {
+        if let Some(module) = folded::emit(plan, &body, &all_maps)? {
             return Ok((module, Vec::new()));
         }
     }
@@ -198,7 +199,6 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
         .then(|| Checker::new(&mut f, grid.len()))
         .transpose()?;
     init.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
-    let body = discharge(plan.body)?;
     let ctx = Step {
         plan,
         body: &body,
