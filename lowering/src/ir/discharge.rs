@@ -134,7 +134,7 @@ pub fn discharge(func: &Func) -> Result<Discharged<'_>, DischargeError> {
 }
 
 /// Refs written anywhere inside `region` (nested regions included).
-pub fn stored_refs(region: &RefRegion) -> BTreeSet<ValueId> {
+fn stored_refs(region: &RefRegion) -> BTreeSet<ValueId> {
     let mut out = BTreeSet::new();
     for op in &region.ops {
         match &op.kind {

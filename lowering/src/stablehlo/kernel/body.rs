@@ -1,6 +1,5 @@
 //! Translates discharged kernel IR (`ir::discharge`: refs are SSA versions) into StableHLO
-//! ops, one IR op to one op (plus the scalars its starts need). One translator serves both
-//! forms.
+//! ops, op by op. One translator serves both forms.
 //!
 //! In the grid loop every IR value is one tensor. In the batched form (this is `vmap` over the
 //! grid) a value that differs between grid steps carries a leading dim per grid axis it
@@ -14,6 +13,7 @@
 //! slice offset that carries axes is reported as [`EmitError::NotBatchable`], and the caller
 //! falls back to the grid loop. Values leaving a region carry every axis (both branches of an
 //! `if`, and every trip of a loop, must agree on types).
+//!
 //! A ref version carries axes like any value: a window write lifts the version and the
 //! window to the union of their axes.
 

@@ -14,6 +14,10 @@
 //!   the first step of its last, `arbitrary` axis, adds `dot(x, y)` blocks to it every step
 //!   and writes it out on the last is one whole-array `dot_general`.
 //!
+//! Every form reads the body with its refs discharged (`ir::discharge`): ref contents are SSA
+//! values there, so no translator keeps ref state of its own. `snapshot.rs` lets a change
+//! to any of them be compared byte for byte with the tree before it.
+//!
 //! [`Form::Auto`] picks the accumulator contraction where the pattern holds, else the grid
 //! loop for grids with `arbitrary` axes (the batched form with its `while` measured ~0.5x of
 //! the loop for 256^3 and 512^3 f32 matmuls on the XLA CPU plugin), else the batched form
