@@ -4,8 +4,9 @@
 # TESSERA_STABLEHLO_SNAPSHOT (lowering/src/stablehlo/kernel/snapshot.rs), which writes every
 # program they lower in every form, checked and unchecked, and compares the modules both sides
 # wrote. BASE must have snapshot.rs. Refactors of the emitter land only when this prints
-# "identical". Test outcomes do not matter here (a test that needs a missing plugin still
-# lowers its kernel first); the plugin variables of the Makefile apply as usual.
+# "identical". Test outcomes do not matter here, but a test that cannot find a PJRT plugin may
+# stop before it lowers its kernel: set TESSERA_CACHE_DIR (or TESSERA_PJRT_PLUGIN_CPU/_TPU)
+# as the Makefile does, so that both sides lower every kernel.
 #
 #   tools/stablehlo_identity.sh [BASE]    (JOBS=n for cargo's -j, default 1)
 set -euo pipefail
