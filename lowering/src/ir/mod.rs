@@ -2,6 +2,7 @@
 //! for `if` and `fori`, a verifier, a stable structural hash and a text dump; and
 //! [`KernelProgram`], a traced launch (body, grid, block operands), which every emitter reads.
 
+pub mod discharge;
 mod display;
 mod func;
 mod hash;

@@ -11,14 +11,16 @@
 //! what one writes by hand and what XLA runs fastest (the grid loop measured ~0.7x of it on
 //! the CPU plugin). Sums are then rounded in XLA's order instead of chunk by chunk.
 //!
-//! The body is checked by evaluating it symbolically for a first, a middle and a last `r`
-//! step, with conditions on `program_id(r)` decided per step kind, so helper ops and their
-//! order do not matter; only the resulting ref contents do. Any other body keeps its loop.
+//! The body is checked by evaluating it, discharged (`ir::discharge`), symbolically for a
+//! first, a middle and a last `r` step, with conditions on `program_id(r)` decided per step
+//! kind, so helper ops and their order do not matter; only the refs' last versions do. Any
+//! other body keeps its loop.
 
 use super::batched::{dim_maps, DimMap};
 use super::error::EmitError;
 use super::plan::{Operand, Plan};
-use crate::ir::{BinaryOp, CompareOp, Literal, Loc, OpKind, Operation, Region, ValueId};
+use crate::ir::discharge::{discharge, Discharged, Kind, Op, Region as VRegion};
+use crate::ir::{BinaryOp, CompareOp, Literal, Loc, OpKind, Region, ValueId};
 use crate::stablehlo::{DotDims, FuncBuilder, Module, Precision, TensorType};
 use std::collections::HashMap;
 
@@ -55,7 +57,8 @@ enum Step {
 
 /// The module computing `plan` as one contraction, or `None` where the pattern does not hold.
 pub(super) fn emit(plan: &Plan) -> Result<Option<Module>, EmitError> {
-    let Some(m) = Matmul::find(plan) else {
+    let body = discharge(plan.body)?;
+    let Some(m) = Matmul::find(plan, &body) else {
         return Ok(None);
     };
     let (x, y, o) = (&plan.inputs[m.x], &plan.inputs[m.y], &plan.outputs[0]);
@@ -106,7 +109,7 @@ struct Matmul {
 }
 
 impl Matmul {
-    fn find(plan: &Plan) -> Option<Matmul> {
+    fn find(plan: &Plan, body: &Discharged) -> Option<Matmul> {
         let r = plan.grid.len().checked_sub(1)?;
         let only_last_arbitrary = plan
             .parallel
@@ -137,7 +140,7 @@ impl Matmul {
         let init = |v: ValueId| Box::new(Sym::Initial(v));
         let mut product = None;
         for step in steps {
-            let refs = Eval::run(plan, step)?;
+            let refs = Eval::run(plan, body, step)?;
             let (acc_end, out_end) = (refs.get(&acc)?, refs.get(&out)?);
             // The value `o` gets on the last step, or `acc` keeps for the next one.
             let sum = if matches!(step, Step::Only | Step::Last) {
@@ -222,36 +225,38 @@ impl Matmul {
 /// Symbolic evaluation of the body in one kind of step.
 struct Eval<'p> {
     plan: &'p Plan<'p>,
+    body: &'p Discharged<'p>,
     step: Step,
     /// The reduction axis and its last index.
     r: usize,
     last: i64,
+    /// Values and ref versions.
     vals: HashMap<ValueId, Sym>,
-    refs: HashMap<ValueId, Sym>,
 }
 
 impl<'p> Eval<'p> {
-    /// Every ref's contents after the body, or `None` where a condition is undecided.
-    fn run(plan: &'p Plan<'p>, step: Step) -> Option<HashMap<ValueId, Sym>> {
+    /// Every ref param's last version, or `None` where a condition is undecided.
+    fn run(
+        plan: &'p Plan<'p>,
+        body: &'p Discharged<'p>,
+        step: Step,
+    ) -> Option<HashMap<ValueId, Sym>> {
         let r = plan.grid.len().checked_sub(1)?;
+        let params = plan.body.params();
         let mut e = Eval {
             plan,
+            body,
             step,
             r,
             last: i64::try_from(plan.grid[r]).ok()? - 1,
-            vals: HashMap::new(),
-            refs: plan
-                .body
-                .params()
-                .iter()
-                .map(|&p| (p, Sym::Initial(p)))
-                .collect(),
+            vals: params.iter().map(|&p| (p, Sym::Initial(p))).collect(),
         };
-        e.ops(&plan.body.body.ops)?;
-        Some(e.refs)
+        e.ops(&body.body.ops)?;
+        let last = |p: ValueId| Some((p, e.get(body.final_version(p).ok()?)));
+        params.iter().map(|&p| last(p)).collect()
     }
 
-    fn ops(&mut self, ops: &[Operation]) -> Option<()> {
+    fn ops(&mut self, ops: &[Op]) -> Option<()> {
         ops.iter().try_for_each(|op| self.op(op))
     }
 
@@ -259,10 +264,43 @@ impl<'p> Eval<'p> {
         self.vals.get(&v).cloned().unwrap_or(Sym::Other)
     }
 
-    fn op(&mut self, op: &Operation) -> Option<()> {
-        let dtype = |v: ValueId| self.plan.body.ty(v).dtype();
+    fn op(&mut self, vop: &Op) -> Option<()> {
+        let sym = match &vop.kind {
+            Kind::Traced => self.traced(vop)?,
+            Kind::Alias(x) => self.get(*x),
+            Kind::If {
+                cond,
+                then_region,
+                else_region,
+            } => {
+                // A branch taken in some steps of this kind and not in others is not the
+                // pattern.
+                let Sym::Bool(c) = self.get(*cond) else {
+                    return None;
+                };
+                let region = if c { then_region } else { else_region };
+                return self.region(vop, region);
+            }
+            // Windows, writes into part of a ref, and whatever a loop carries are unknown.
+            Kind::Zeros
+            | Kind::Window { .. }
+            | Kind::Element { .. }
+            | Kind::Update { .. }
+            | Kind::Fori { .. }
+            | Kind::While { .. } => Sym::Other,
+        };
+        for &v in &vop.results {
+            self.vals.insert(v, sym.clone());
+        }
+        Some(())
+    }
+
+    /// An op as traced (no refs, no regions); `None` where an index overflows.
+    fn traced(&self, vop: &Op) -> Option<Sym> {
+        let op = vop.origin;
+        let dtype = |v: ValueId| self.body.ty(v).dtype();
         let float = op.results.first().is_some_and(|&v| dtype(v).is_float());
-        let sym = match &op.kind {
+        Some(match &op.kind {
             OpKind::Constant { value } => match *value {
                 Literal::Bool(b) => Sym::Bool(b),
                 v if float && v.as_f64() == 0.0 => Sym::Zero,
@@ -275,11 +313,6 @@ impl<'p> Eval<'p> {
                 Step::Last => Sym::Int(self.last),
             },
             OpKind::NumPrograms { axis } => Sym::Int(*self.plan.grid.get(*axis)? as i64),
-            OpKind::Load { src } => self.refs.get(src).cloned().unwrap_or(Sym::Other),
-            OpKind::Store { dst, value } => {
-                self.refs.insert(*dst, self.get(*value));
-                return Some(());
-            }
             OpKind::Broadcast { x, .. } if self.get(*x) == Sym::Zero => Sym::Zero,
             OpKind::Cast { x } if op.results.first().map(|&v| dtype(v)) == Some(dtype(*x)) => {
                 self.get(*x)
@@ -310,42 +343,15 @@ impl<'p> Eval<'p> {
                 tl: *transpose_lhs,
                 tr: *transpose_rhs,
             },
-            OpKind::If {
-                cond,
-                then_region,
-                else_region,
-            } => {
-                // A branch taken in some steps of this kind and not in others is not the
-                // pattern.
-                let Sym::Bool(c) = self.get(*cond) else {
-                    return None;
-                };
-                let region = if c { then_region } else { else_region };
-                return self.region(op, region);
-            }
-            // Writes into part of a ref, or in a loop, leave it unknown.
-            OpKind::StoreSlice { dst, .. } | OpKind::StoreElement { dst, .. } => {
-                self.refs.insert(*dst, Sym::Other);
-                return Some(());
-            }
-            OpKind::Fori { body, .. } | OpKind::While { body, .. } | OpKind::RunScoped { body } => {
-                for r in super::body::stored_refs(body) {
-                    self.refs.insert(r, Sym::Other);
-                }
-                Sym::Other
-            }
             _ => Sym::Other,
-        };
-        for &v in &op.results {
-            self.vals.insert(v, sym.clone());
-        }
-        Some(())
+        })
     }
 
-    /// Runs the taken branch of `op`; its yields are `op`'s results.
-    fn region(&mut self, op: &Operation, region: &Region) -> Option<()> {
+    /// Runs the taken branch of `vop`; its yields (values, then ref versions) are `vop`'s
+    /// results.
+    fn region(&mut self, vop: &Op, region: &VRegion) -> Option<()> {
         self.ops(&region.ops)?;
-        for (&res, &y) in op.results.iter().zip(&region.yields) {
+        for (&res, &y) in vop.results.iter().zip(&region.yields) {
             let s = self.get(y);
             self.vals.insert(res, s);
         }

@@ -32,6 +32,7 @@ use super::folded;
 use super::grid_loop::grid_indices;
 use super::plan::{Operand, Plan};
 use crate::dtype::DType;
+use crate::ir::discharge::{discharge, Discharged};
 use crate::ir::{Literal, OpKind, Operation, ValueId};
 use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
 
@@ -149,8 +150,9 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
         .map(|o| dim_maps(plan, o))
         .collect::<Result<Vec<_>, _>>()
         .map_err(EmitError::internal)?;
+    let body = discharge(plan.body)?;
     if seq.is_empty() && !checked {
-        if let Some(module) = folded::emit(plan, &all_maps)? {
+        if let Some(module) = folded::emit(plan, &body, &all_maps)? {
             return Ok((module, Vec::new()));
         }
     }
@@ -199,6 +201,7 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
     init.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
     let ctx = Step {
         plan,
+        body: &body,
         par: &par,
         inputs: &inputs,
         layouts: &layouts,
@@ -234,6 +237,7 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
 /// What every step of the sequential axes needs.
 struct Step<'p, 'a> {
     plan: &'p Plan<'a>,
+    body: &'p Discharged<'a>,
     par: &'p [usize],
     /// Per input: its ref param, its blocks and the grid axes their leading dims stand for.
     inputs: &'p [(ValueId, Value, Vec<usize>)],
@@ -254,7 +258,7 @@ impl Step<'_, '_> {
         let plan = self.plan;
         let carried = Checker::split_state(checks, carried)?;
         let mut body =
-            BodyEmitter::batched(plan.body, plan.grid.clone(), self.par.to_vec(), looped);
+            BodyEmitter::batched(self.body, plan.grid.clone(), self.par.to_vec(), looped);
         for (param, blocks, axes) in self.inputs {
             let (v, rest) = at_step(f, blocks, axes, looped)?;
             body.set_ref(*param, v, rest);
@@ -268,7 +272,7 @@ impl Step<'_, '_> {
             body.set_ref(s.param, c.clone(), self.par.to_vec());
         }
         body.set_checks(checks.take());
-        body.emit_ops(f, &plan.body.body.ops)?;
+        body.emit_body(f)?;
         *checks = body.take_checks();
         let mut next = Vec::new();
         for ((o, c), layout) in plan.outputs.iter().zip(outs).zip(self.layouts) {

@@ -1,4 +1,5 @@
-//! Translates kernel-IR ops into StableHLO ops. One translator serves both forms.
+//! Translates discharged kernel IR (`ir::discharge`: refs are SSA versions) into StableHLO
+//! ops, op by op. One translator serves both forms.
 //!
 //! In the grid loop every IR value is one tensor. In the batched form (this is `vmap` over the
 //! grid) a value that differs between grid steps carries a leading dim per grid axis it
@@ -13,16 +14,17 @@
 //! falls back to the grid loop. Values leaving a region carry every axis (both branches of an
 //! `if`, and every trip of a loop, must agree on types).
 //!
-//! Refs are not values in StableHLO: the translator keeps the current contents of each ref
-//! (its block) and turns loads into reads of that state and stores into replacing it.
+//! A ref version carries axes like any value: a window write lifts the version and the
+//! window to the union of their axes.
 
 use super::checks::{has_dynamic_starts, Access, BoundsCheck, Checker};
 use super::error::EmitError;
 use crate::dtype::DType;
-use crate::ir::{Func, Literal, Offset, OpKind, Operation, Region, ValueId};
+use crate::ir::discharge::{Discharged, Kind, Op, Region};
+use crate::ir::{Literal, Offset, OpKind, Operation, ValueId};
 use crate::stablehlo::{BinaryOp, DotDims, FuncBuilder, Precision, TensorType, Value};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 /// A translated value: `v` has one leading dim per grid axis in `axes` (sorted), then the
 /// IR value's own dims.
@@ -42,23 +44,26 @@ impl Batched {
 }
 
 pub(super) struct BodyEmitter<'a> {
-    func: &'a Func,
+    func: &'a Discharged<'a>,
     grid: Vec<usize>,
     /// The grid axes values may carry (none in the loop form).
     batch_axes: Vec<usize>,
     /// `program_id` per grid axis: a scalar where the axis is looped over, `None` where it
     /// is batched (then it is an iota carrying the axis).
     program_ids: Vec<Option<Value>>,
+    /// Values and ref versions.
     vals: HashMap<ValueId, Batched>,
-    /// Current contents of each ref param, keyed by the ref's IR value.
-    refs: BTreeMap<ValueId, Batched>,
     /// Checked mode (`checks.rs`): traced starts are checked, regions carry the state.
     checks: Option<Checker>,
 }
 
 impl<'a> BodyEmitter<'a> {
     /// The translator of one grid step; `program_ids` are its grid indices.
-    pub(super) fn step(func: &'a Func, grid: Vec<usize>, program_ids: Vec<Value>) -> Self {
+    pub(super) fn step(
+        func: &'a Discharged<'a>,
+        grid: Vec<usize>,
+        program_ids: Vec<Value>,
+    ) -> Self {
         let program_ids = program_ids.into_iter().map(Some).collect();
         BodyEmitter {
             func,
@@ -66,7 +71,6 @@ impl<'a> BodyEmitter<'a> {
             batch_axes: Vec::new(),
             program_ids,
             vals: HashMap::new(),
-            refs: BTreeMap::new(),
             checks: None,
         }
     }
@@ -74,7 +78,7 @@ impl<'a> BodyEmitter<'a> {
     /// The translator of all steps along `batch_axes` at once, at one index (`looped`,
     /// scalars) of the other axes.
     pub(super) fn batched(
-        func: &'a Func,
+        func: &'a Discharged<'a>,
         grid: Vec<usize>,
         batch_axes: Vec<usize>,
         looped: &[(usize, Value)],
@@ -88,7 +92,6 @@ impl<'a> BodyEmitter<'a> {
             batch_axes,
             program_ids,
             vals: HashMap::new(),
-            refs: BTreeMap::new(),
             checks: None,
         }
     }
@@ -170,18 +173,19 @@ impl<'a> BodyEmitter<'a> {
         self.get(id).map(|b| b.v)
     }
 
-    /// Sets a ref's contents; `axes` are the grid axes its leading dims stand for.
+    /// Sets a ref param's first version; `axes` are the grid axes its leading dims stand for.
     pub(super) fn set_ref(&mut self, param: ValueId, v: Value, axes: Vec<usize>) {
-        self.refs.insert(param, Batched { v, axes });
+        self.vals.insert(param, Batched { v, axes });
     }
 
-    /// A ref's contents carrying every batched axis (as they are, in the loop form).
+    /// A ref param's last version carrying every batched axis (as it is, in the loop form).
     pub(super) fn ref_contents(
         &self,
         f: &mut FuncBuilder,
         param: ValueId,
     ) -> Result<Value, EmitError> {
-        self.lift(f, &self.ref_state(param)?, &self.all_axes())
+        let last = self.func.final_version(param)?;
+        self.lift(f, &self.get(last)?, &self.all_axes())
     }
 
     fn get(&self, id: ValueId) -> Result<Batched, EmitError> {
@@ -189,13 +193,6 @@ impl<'a> BodyEmitter<'a> {
             .get(&id)
             .cloned()
             .ok_or_else(|| EmitError::internal(format!("IR value {id} has no StableHLO value")))
-    }
-
-    fn ref_state(&self, id: ValueId) -> Result<Batched, EmitError> {
-        self.refs
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| EmitError::internal(format!("IR ref {id} has no contents")))
     }
 
     fn all_axes(&self) -> Vec<usize> {
@@ -250,23 +247,25 @@ impl<'a> BodyEmitter<'a> {
         Ok((vals, axes))
     }
 
-    pub(super) fn emit_ops(
-        &mut self,
-        f: &mut FuncBuilder,
-        ops: &[Operation],
-    ) -> Result<(), EmitError> {
+    /// The function's ops.
+    pub(super) fn emit_body(&mut self, f: &mut FuncBuilder) -> Result<(), EmitError> {
+        self.emit_ops(f, &self.func.body.ops)
+    }
+
+    fn emit_ops(&mut self, f: &mut FuncBuilder, ops: &[Op]) -> Result<(), EmitError> {
         for op in ops {
             // The StableHLO ops of `op` name the user's line (its regions' ops their own).
-            let outer = f.set_loc(Some(op.loc));
+            let outer = f.set_loc(Some(op.origin.loc));
             let emitted = self.emit_op(f, op);
             f.set_loc(outer);
-            emitted.map_err(|e| e.at(op))?;
+            emitted.map_err(|e| e.at(op.origin))?;
         }
         Ok(())
     }
 
-    fn emit_op(&mut self, f: &mut FuncBuilder, op: &Operation) -> Result<(), EmitError> {
-        let ty = op
+    fn emit_op(&mut self, f: &mut FuncBuilder, vop: &Op) -> Result<(), EmitError> {
+        let op = vop.origin;
+        let ty = vop
             .results
             .first()
             .map(|r| TensorType::new(self.func.ty(*r).shape().to_vec(), self.func.ty(*r).dtype()));
@@ -274,7 +273,43 @@ impl<'a> BodyEmitter<'a> {
             ty.clone()
                 .ok_or_else(|| EmitError::internal(format!("`{}` has no result", op.kind.name())))
         };
-        let result = match &op.kind {
+        let result = match &vop.kind {
+            Kind::Traced => self.emit_traced(f, op, ty)?,
+            Kind::Alias(x) => self.get(*x)?,
+            Kind::Zeros => Batched::plain(f.full(ty()?, 0.0)?),
+            Kind::Window { x, starts, sizes } => self.read_window(f, op, *x, starts, sizes)?,
+            Kind::Element { x, indices } => {
+                let w = self.read_window(f, op, *x, indices, &vec![1; indices.len()])?;
+                let v = f.reshape(&w.v, &self.extents(&w.axes))?;
+                Batched { v, axes: w.axes }
+            }
+            Kind::Update { x, starts, value } => self.write_window(f, op, *x, starts, *value)?,
+            Kind::If {
+                cond,
+                then_region,
+                else_region,
+            } => return self.emit_if(f, vop, *cond, then_region, else_region),
+            Kind::Fori { lo, hi, init, body } => {
+                return self.emit_fori(f, vop, *lo, *hi, init, body)
+            }
+            Kind::While { init, cond, body } => return self.emit_while(f, vop, init, cond, body),
+        };
+        let id = vop
+            .results
+            .first()
+            .ok_or_else(|| EmitError::internal(format!("`{}` has no result", op.kind.name())))?;
+        self.vals.insert(*id, result);
+        Ok(())
+    }
+
+    /// An op as traced (no refs, no regions).
+    fn emit_traced(
+        &mut self,
+        f: &mut FuncBuilder,
+        op: &Operation,
+        ty: impl Fn() -> Result<TensorType, EmitError>,
+    ) -> Result<Batched, EmitError> {
+        Ok(match &op.kind {
             OpKind::Constant { value } => Batched::plain(match *value {
                 Literal::Int(i) if !ty()?.dtype.is_float() => f.full_int(ty()?, i.into())?,
                 v => f.full(ty()?, v.as_f64())?,
@@ -291,22 +326,22 @@ impl<'a> BodyEmitter<'a> {
                 let n = *self.grid.get(*axis).ok_or_else(|| grid_axis(*axis))?;
                 Batched::plain(f.scalar(DType::I32, n as f64)?)
             }
-            OpKind::Load { src } => self.ref_state(*src)?,
-            OpKind::Store { dst, value } => {
-                let v = self.get(*value)?;
-                self.refs.insert(*dst, v);
-                return Ok(());
-            }
-            OpKind::LoadSlice { src, starts, sizes } => {
-                self.read_window(f, op, *src, starts, sizes)?
-            }
-            OpKind::LoadElement { src, indices } => {
-                let w = self.read_window(f, op, *src, indices, &vec![1; indices.len()])?;
-                let v = f.reshape(&w.v, &self.extents(&w.axes))?;
-                Batched { v, axes: w.axes }
-            }
-            OpKind::StoreSlice { dst, starts, value } => {
-                return self.write_window(f, op, *dst, starts, *value)
+            OpKind::Load { .. }
+            | OpKind::Store { .. }
+            | OpKind::LoadSlice { .. }
+            | OpKind::LoadElement { .. }
+            | OpKind::StoreSlice { .. }
+            | OpKind::StoreElement { .. }
+            | OpKind::DmaStart(_)
+            | OpKind::DmaWait(_)
+            | OpKind::RunScoped { .. }
+            | OpKind::If { .. }
+            | OpKind::Fori { .. }
+            | OpKind::While { .. } => {
+                return Err(EmitError::internal(format!(
+                    "{} reached the translator: ir::discharge rewrites it first",
+                    op.kind.name()
+                )))
             }
             OpKind::StoreMasked { .. }
             | OpKind::PrngSeed { .. }
@@ -316,11 +351,6 @@ impl<'a> BodyEmitter<'a> {
                     op.kind.name()
                 )))
             }
-            OpKind::StoreElement {
-                dst,
-                indices,
-                value,
-            } => return self.write_window(f, op, *dst, indices, *value),
             OpKind::Unary { op: u, x } => {
                 let b = self.get(*x)?;
                 Batched {
@@ -441,43 +471,7 @@ impl<'a> BodyEmitter<'a> {
                 transpose_lhs,
                 transpose_rhs,
             } => self.dot(f, ty()?.dtype, *lhs, *rhs, *transpose_lhs, *transpose_rhs)?,
-            OpKind::If {
-                cond,
-                then_region,
-                else_region,
-            } => return self.emit_if(f, op, *cond, then_region, else_region),
-            OpKind::Fori { lo, hi, init, body } => {
-                return self.emit_fori(f, op, *lo, *hi, init, body)
-            }
-            OpKind::While { init, cond, body } => return self.emit_while(f, op, init, cond, body),
-            // The CPU forms run a DMA synchronously: the copy happens at its start and the
-            // wait has nothing left to do (the interpreter checks the start/wait protocol).
-            OpKind::DmaStart(c) => {
-                let w = self.read_window(f, op, c.src, &c.src_starts, &c.sizes)?;
-                return self.write_batched(f, op, c.dst, &c.dst_starts, w);
-            }
-            OpKind::DmaWait(_) => return Ok(()),
-            // Scoped buffers are zeroed tensors for the region's ops, which run inline.
-            OpKind::RunScoped { body } => {
-                for a in &body.args {
-                    let t = self.func.ty(*a);
-                    let zeros = f.full(TensorType::new(t.shape().to_vec(), t.dtype()), 0.0)?;
-                    self.set_ref(*a, zeros, Vec::new());
-                }
-                self.emit_ops(f, &body.ops)?;
-                for (r, y) in op.results.iter().zip(&body.yields) {
-                    let v = self.get(*y)?;
-                    self.vals.insert(*r, v);
-                }
-                return Ok(());
-            }
-        };
-        let id = op
-            .results
-            .first()
-            .ok_or_else(|| EmitError::internal(format!("`{}` has no result", op.kind.name())))?;
-        self.vals.insert(*id, result);
-        Ok(())
+        })
     }
 
     /// `dot` accumulates in f32 (f64 for f64): operands are converted first, then contracted
@@ -541,7 +535,7 @@ impl<'a> BodyEmitter<'a> {
         })
     }
 
-    /// A static or dynamic window of a ref's contents; the axes' dims are read whole.
+    /// A static or dynamic window of a ref version; the axes' dims are read whole.
     fn read_window(
         &mut self,
         f: &mut FuncBuilder,
@@ -550,7 +544,7 @@ impl<'a> BodyEmitter<'a> {
         starts: &[Offset],
         sizes: &[usize],
     ) -> Result<Batched, EmitError> {
-        let r = self.ref_state(src)?;
+        let r = self.get(src)?;
         let nb = r.axes.len();
         let full_sizes = [self.extents(&r.axes).as_slice(), sizes].concat();
         let v = if let Some(st) = static_starts(starts) {
@@ -567,7 +561,7 @@ impl<'a> BodyEmitter<'a> {
         Ok(Batched { v, axes: r.axes })
     }
 
-    /// `store_slice`/`store_element`: the ref's contents with `value` written at `starts`.
+    /// The ref version `dst` with the window `value` written at `starts`.
     fn write_window(
         &mut self,
         f: &mut FuncBuilder,
@@ -575,21 +569,8 @@ impl<'a> BodyEmitter<'a> {
         dst: ValueId,
         starts: &[Offset],
         value: ValueId,
-    ) -> Result<(), EmitError> {
-        let v = self.get(value)?;
-        self.write_batched(f, op, dst, starts, v)
-    }
-
-    /// The ref's contents with the window `v` written at `starts`.
-    fn write_batched(
-        &mut self,
-        f: &mut FuncBuilder,
-        op: &Operation,
-        dst: ValueId,
-        starts: &[Offset],
-        v: Batched,
-    ) -> Result<(), EmitError> {
-        let r = self.ref_state(dst)?;
+    ) -> Result<Batched, EmitError> {
+        let (r, v) = (self.get(dst)?, self.get(value)?);
         let axes: Vec<usize> = r
             .axes
             .iter()
@@ -611,8 +592,7 @@ impl<'a> BodyEmitter<'a> {
         self.check_starts(f, op, "destination", starts, &idx[nb..], sizes, shape)?;
         let refs: Vec<&Value> = idx.iter().collect();
         let updated = f.dynamic_update_slice(&rv, &vv, &refs)?;
-        self.refs.insert(dst, Batched { v: updated, axes });
-        Ok(())
+        Ok(Batched { v: updated, axes })
     }
 
     /// Start indices as i32 scalars (zeros for `nb` leading dims). An offset that differs
@@ -642,7 +622,7 @@ impl<'a> BodyEmitter<'a> {
         let b = self.get(id)?;
         if !b.axes.is_empty() {
             return Err(EmitError::NotBatchable {
-                kernel: self.func.name.clone(),
+                kernel: self.func.func.name.clone(),
                 reason: format!(
                     "{}: `{}` has {what} that depends on the grid step",
                     op.loc,
@@ -653,147 +633,89 @@ impl<'a> BodyEmitter<'a> {
         Ok(b.v)
     }
 
-    /// `if` with results; refs stored in either branch are threaded through as extra results.
+    /// `if` with results; the versions of refs either branch stores are among them.
     fn emit_if(
         &mut self,
         f: &mut FuncBuilder,
-        op: &Operation,
+        vop: &Op,
         cond: ValueId,
         then_r: &Region,
         else_r: &Region,
     ) -> Result<(), EmitError> {
-        let c = self.uniform(op, cond, "a condition")?;
-        let stored: Vec<ValueId> = stored_refs(then_r)
-            .union(&stored_refs(else_r))
-            .copied()
-            .collect();
-        let before = self.refs.clone();
+        let c = self.uniform(vop.origin, cond, "a condition")?;
         let checks_before = self.check_state();
         let me = RefCell::new(&mut *self);
         let branch = |f: &mut FuncBuilder, region: &Region| -> Result<Vec<Value>, EmitError> {
             let mut me = me.borrow_mut();
-            me.refs = before.clone();
             me.split_check_state(&checks_before)?;
             me.emit_ops(f, &region.ops)?;
-            let mut ys = me.yields(f, region, &stored)?;
+            let mut ys = me.yields(f, region)?;
             ys.extend(me.check_state());
             Ok(ys)
         };
         let outs = f.if_else(&c, |f| branch(f, then_r), |f| branch(f, else_r))?;
         let outs = self.split_check_state(&outs)?.to_vec();
-        self.bind_results(op, &stored, outs)
+        self.bind_results(vop, outs)
     }
 
-    /// `fori` as a counted `while`; refs stored in the body are carried too.
+    /// `fori` as a counted `while`; the versions of refs the body stores are carried too.
     fn emit_fori(
         &mut self,
         f: &mut FuncBuilder,
-        op: &Operation,
+        vop: &Op,
         lo: ValueId,
         hi: ValueId,
         init: &[ValueId],
         body: &Region,
     ) -> Result<(), EmitError> {
+        let op = vop.origin;
         let (lo, hi) = (
             self.uniform(op, lo, "a loop bound")?,
             self.uniform(op, hi, "a loop bound")?,
         );
-        let stored: Vec<ValueId> = stored_refs(body).into_iter().collect();
-        let all = self.all_axes();
-        let mut carried = Vec::new();
-        for &v in init {
-            carried.push(self.lift(f, &self.get(v)?, &all)?);
-        }
-        for &r in &stored {
-            carried.push(self.lift(f, &self.ref_state(r)?, &all)?);
-        }
+        let mut carried = self.carried(f, init)?;
         carried.extend(self.check_state());
         let refs: Vec<&Value> = carried.iter().collect();
         let me = RefCell::new(&mut *self);
         let outs = f.fori_loop(&lo, &hi, &refs, |f, i, c| {
             let mut me = me.borrow_mut();
             let c = me.split_check_state(c)?;
-            let (vals, states) = c.split_at(init.len());
             let (index, args) = body
                 .args
                 .split_first()
                 .ok_or_else(|| EmitError::internal("fori body without an index".into()))?;
             me.bind(*index, i.clone());
-            for (a, v) in args.iter().zip(vals) {
-                me.vals.insert(
-                    *a,
-                    Batched {
-                        v: v.clone(),
-                        axes: all.clone(),
-                    },
-                );
-            }
-            for (r, s) in stored.iter().zip(states) {
-                me.refs.insert(
-                    *r,
-                    Batched {
-                        v: s.clone(),
-                        axes: all.clone(),
-                    },
-                );
-            }
+            me.enter(args, c);
             me.emit_ops(f, &body.ops)?;
-            let mut ys = me.yields(f, body, &stored)?;
+            let mut ys = me.yields(f, body)?;
             ys.extend(me.check_state());
             Ok::<_, EmitError>(ys)
         })?;
         let outs = self.split_check_state(&outs)?.to_vec();
-        self.bind_results(op, &stored, outs)
+        self.bind_results(vop, outs)
     }
 
-    /// `while` as `stablehlo.while`; refs stored in the body are carried too (the condition
-    /// stores nothing: the tracer rejects that). The condition must be the same in every
-    /// batched step. In checked mode a condition with traced starts is checked outside its
-    /// region (which yields only the predicate): again at the top of each trip, and once
-    /// after the loop for its last, false evaluation; and the loop stops once a check has
-    /// failed (a condition reading a clamped window may never turn false).
+    /// `while` as `stablehlo.while`; the versions of refs the body stores are carried too
+    /// (the condition stores nothing: the tracer rejects that). The condition must be the
+    /// same in every batched step. In checked mode a condition with traced starts is checked
+    /// outside its region (which yields only the predicate): again at the top of each trip,
+    /// and once after the loop for its last, false evaluation; and the loop stops once a
+    /// check has failed (a condition reading a clamped window may never turn false).
     fn emit_while(
         &mut self,
         f: &mut FuncBuilder,
-        op: &Operation,
+        vop: &Op,
         init: &[ValueId],
         cond: &Region,
         body: &Region,
     ) -> Result<(), EmitError> {
-        let stored: Vec<ValueId> = stored_refs(body).into_iter().collect();
-        let all = self.all_axes();
-        let mut carried = Vec::new();
-        for &v in init {
-            carried.push(self.lift(f, &self.get(v)?, &all)?);
-        }
-        for &r in &stored {
-            carried.push(self.lift(f, &self.ref_state(r)?, &all)?);
-        }
+        let op = vop.origin;
+        let mut carried = self.carried(f, init)?;
         carried.extend(self.check_state());
-        let recheck_cond = self.checks.is_some() && has_dynamic_starts(cond);
+        let recheck_cond = self.checks.is_some()
+            && matches!(&op.kind, OpKind::While { cond, .. } if has_dynamic_starts(cond));
         let refs: Vec<&Value> = carried.iter().collect();
         let me = RefCell::new(&mut *self);
-        let enter = |me: &mut BodyEmitter, args: &[ValueId], c: &[Value]| {
-            let (vals, states) = c.split_at(init.len());
-            for (a, v) in args.iter().zip(vals) {
-                me.vals.insert(
-                    *a,
-                    Batched {
-                        v: v.clone(),
-                        axes: all.clone(),
-                    },
-                );
-            }
-            for (r, s) in stored.iter().zip(states) {
-                me.refs.insert(
-                    *r,
-                    Batched {
-                        v: s.clone(),
-                        axes: all.clone(),
-                    },
-                );
-            }
-        };
         let outs = f.while_loop(
             &refs,
             |f, c| {
@@ -801,7 +723,7 @@ impl<'a> BodyEmitter<'a> {
                 // Checked at the top of the body and after the loop instead (see above).
                 let c = me.split_check_state(c)?;
                 let checks = me.checks.take();
-                enter(&mut me, &cond.args, c);
+                me.enter(&cond.args, c);
                 me.emit_ops(f, &cond.ops)?;
                 let y = *cond
                     .yields
@@ -821,12 +743,12 @@ impl<'a> BodyEmitter<'a> {
                 let mut me = me.borrow_mut();
                 let c = me.split_check_state(c)?;
                 if recheck_cond {
-                    enter(&mut me, &cond.args, c);
+                    me.enter(&cond.args, c);
                     me.emit_ops(f, &cond.ops)?;
                 }
-                enter(&mut me, &body.args, c);
+                me.enter(&body.args, c);
                 me.emit_ops(f, &body.ops)?;
-                let mut ys = me.yields(f, body, &stored)?;
+                let mut ys = me.yields(f, body)?;
                 ys.extend(me.check_state());
                 Ok::<_, EmitError>(ys)
             },
@@ -834,85 +756,52 @@ impl<'a> BodyEmitter<'a> {
         let me = me.into_inner();
         let outs = me.split_check_state(&outs)?.to_vec();
         if recheck_cond {
-            enter(me, &cond.args, &outs);
+            me.enter(&cond.args, &outs);
             me.emit_ops(f, &cond.ops)?;
         }
-        me.bind_results(op, &stored, outs)
+        me.bind_results(vop, outs)
     }
 
-    /// What a region yields: its values, then the contents of `stored` refs, carrying every
-    /// axis so that all paths agree on types.
-    fn yields(
-        &self,
-        f: &mut FuncBuilder,
-        region: &Region,
-        stored: &[ValueId],
-    ) -> Result<Vec<Value>, EmitError> {
+    /// A loop's carried values (its own, then ref versions), carrying every axis.
+    fn carried(&self, f: &mut FuncBuilder, init: &[ValueId]) -> Result<Vec<Value>, EmitError> {
         let all = self.all_axes();
-        let mut ys = Vec::new();
-        for &y in &region.yields {
-            ys.push(self.lift(f, &self.get(y)?, &all)?);
-        }
-        for &r in stored {
-            ys.push(self.lift(f, &self.ref_state(r)?, &all)?);
-        }
-        Ok(ys)
+        init.iter()
+            .map(|&v| self.lift(f, &self.get(v)?, &all))
+            .collect()
     }
 
-    fn bind_results(
-        &mut self,
-        op: &Operation,
-        stored: &[ValueId],
-        mut outs: Vec<Value>,
-    ) -> Result<(), EmitError> {
+    /// Binds a loop region's args to the carried values, which carry every axis.
+    fn enter(&mut self, args: &[ValueId], carried: &[Value]) {
         let all = self.all_axes();
-        let states = outs.split_off(op.results.len());
-        for (r, v) in op.results.iter().zip(outs) {
-            self.vals.insert(
-                *r,
-                Batched {
-                    v,
-                    axes: all.clone(),
-                },
-            );
+        for (a, v) in args.iter().zip(carried) {
+            let axes = all.clone();
+            self.vals.insert(*a, Batched { v: v.clone(), axes });
         }
-        for (r, s) in stored.iter().zip(states) {
-            self.refs.insert(
-                *r,
-                Batched {
-                    v: s,
-                    axes: all.clone(),
-                },
-            );
+    }
+
+    /// What a region yields (its values, then ref versions), carrying every axis so that all
+    /// paths agree on types.
+    fn yields(&self, f: &mut FuncBuilder, region: &Region) -> Result<Vec<Value>, EmitError> {
+        let all = self.all_axes();
+        region
+            .yields
+            .iter()
+            .map(|&y| self.lift(f, &self.get(y)?, &all))
+            .collect()
+    }
+
+    fn bind_results(&mut self, vop: &Op, outs: Vec<Value>) -> Result<(), EmitError> {
+        if outs.len() != vop.results.len() {
+            return Err(EmitError::internal(format!(
+                "`{}` yields {} values for {} results",
+                vop.origin.kind.name(),
+                outs.len(),
+                vop.results.len()
+            )));
         }
+        self.enter(&vop.results, &outs);
         Ok(())
     }
-}
-
-/// Refs written anywhere inside `region` (nested regions included).
-pub(super) fn stored_refs(region: &Region) -> BTreeSet<ValueId> {
-    let mut out = BTreeSet::new();
-    for op in &region.ops {
-        match &op.kind {
-            OpKind::Store { dst, .. }
-            | OpKind::StoreSlice { dst, .. }
-            | OpKind::StoreElement { dst, .. }
-            | OpKind::DmaStart(crate::ir::DmaCopy { dst, .. }) => {
-                out.insert(*dst);
-            }
-            // Its own buffers die with it; what it writes outside is carried like a loop's.
-            OpKind::RunScoped { body } => out.extend(
-                stored_refs(body)
-                    .into_iter()
-                    .filter(|r| !body.args.contains(r)),
-            ),
-            k => k
-                .regions()
-                .into_iter()
-                .for_each(|r| out.extend(stored_refs(r))),
-        }
-    }
-    out
 }
 
 fn static_starts(starts: &[Offset]) -> Option<Vec<usize>> {

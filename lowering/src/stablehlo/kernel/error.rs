@@ -1,5 +1,6 @@
 //! Errors of the kernel -> StableHLO emitter.
 
+use crate::ir::discharge::DischargeError;
 use crate::ir::{Loc, Operation, VerifyError};
 use crate::stablehlo::BuildError;
 
@@ -24,6 +25,9 @@ pub enum EmitError {
     },
     #[error(transparent)]
     Build(#[from] BuildError),
+    /// Discharging refs broke (only a bug reaches it: see `ir::discharge`).
+    #[error(transparent)]
+    Discharge(#[from] DischargeError),
     /// A broken invariant of the emitter itself (a verified IR never reaches it).
     #[error("internal emitter error: {0}")]
     Internal(String),

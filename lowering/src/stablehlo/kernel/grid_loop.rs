@@ -11,6 +11,7 @@ use super::checks::{block_needs_check, Access, BoundsCheck, Checker};
 use super::error::EmitError;
 use super::plan::{Operand, Plan};
 use crate::dtype::DType;
+use crate::ir::discharge::{discharge, Discharged};
 use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
 
 /// The module, and its bounds checks when `checked` (then it returns their state last).
@@ -26,8 +27,17 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
         .iter()
         .map(|o| f.arg(TensorType::new(o.array.clone(), o.dtype)))
         .collect();
+    let body = discharge(plan.body)?;
+    let maps = plan
+        .inputs
+        .iter()
+        .chain(&plan.outputs)
+        .map(|o| discharge(o.index_map))
+        .collect::<Result<Vec<_>, _>>()?;
     let step = Step {
         plan,
+        body: &body,
+        maps: &maps,
         prefetch: &prefetch,
         args: &args,
     };
@@ -67,6 +77,9 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
 /// What every grid step reads: the plan and the module's arguments.
 struct Step<'p, 'a> {
     plan: &'p Plan<'a>,
+    body: &'p Discharged<'a>,
+    /// The inputs' index maps, then the outputs'.
+    maps: &'p [Discharged<'a>],
     /// The scalar-prefetch arrays (whole; the body and the index maps read them).
     prefetch: &'p [Value],
     args: &'p [Value],
@@ -84,18 +97,19 @@ impl Step<'_, '_> {
         let plan = self.plan;
         let carried = Checker::split_state(checks, carried)?;
         let idx = grid_indices(f, step, &plan.grid)?;
-        let mut body = BodyEmitter::step(plan.body, plan.grid.clone(), idx.clone());
+        let mut body = BodyEmitter::step(self.body, plan.grid.clone(), idx.clone());
         for (a, x) in plan.prefetch.iter().zip(self.prefetch) {
             body.set_ref(a.param, x.clone(), Vec::new());
         }
-        for (o, x) in plan.inputs.iter().zip(self.args) {
-            let block = self.read_block(f, o, x, &idx, checks)?;
+        let (in_maps, out_maps) = self.maps.split_at(plan.inputs.len());
+        for ((o, x), map) in plan.inputs.iter().zip(self.args).zip(in_maps) {
+            let block = self.read_block(f, o, map, x, &idx, checks)?;
             body.set_ref(o.param, block.0, Vec::new());
         }
         let (outs, scratch) = carried.split_at(plan.outputs.len());
         let mut offsets = Vec::new();
-        for (o, x) in plan.outputs.iter().zip(outs) {
-            let (block, off) = self.read_block(f, o, x, &idx, checks)?;
+        for ((o, x), map) in plan.outputs.iter().zip(outs).zip(out_maps) {
+            let (block, off) = self.read_block(f, o, map, x, &idx, checks)?;
             body.set_ref(o.param, block, Vec::new());
             offsets.push(off);
         }
@@ -103,7 +117,7 @@ impl Step<'_, '_> {
             body.set_ref(s.param, v.clone(), Vec::new());
         }
         body.set_checks(checks.take());
-        body.emit_ops(f, &plan.body.body.ops)?;
+        body.emit_body(f)?;
         *checks = body.take_checks();
         let mut next = Vec::new();
         for ((o, x), off) in plan.outputs.iter().zip(outs).zip(&offsets) {
@@ -134,6 +148,7 @@ impl Step<'_, '_> {
         &self,
         f: &mut FuncBuilder,
         o: &Operand,
+        index_map: &Discharged,
         x: &Value,
         idx: &[Value],
         checks: &mut Option<Checker>,
@@ -151,7 +166,7 @@ impl Step<'_, '_> {
             return Ok((view(f, x.clone())?, None));
         }
         // The step's program ids name the step of a failed check in the map's own reads.
-        let mut map = BodyEmitter::step(o.index_map, self.plan.grid.clone(), idx.to_vec());
+        let mut map = BodyEmitter::step(index_map, self.plan.grid.clone(), idx.to_vec());
         let (grid_params, prefetch_params) = o.index_map.params().split_at(idx.len());
         for (p, i) in grid_params.iter().zip(idx) {
             map.bind(*p, i.clone());
@@ -160,7 +175,7 @@ impl Step<'_, '_> {
             map.set_ref(*p, x.clone(), Vec::new());
         }
         map.set_checks(checks.take());
-        map.emit_ops(f, &o.index_map.body.ops)?;
+        map.emit_body(f)?;
         *checks = map.take_checks();
         let mut offsets = Vec::new();
         for (r, &b) in o.index_map.results().iter().zip(&o.block) {

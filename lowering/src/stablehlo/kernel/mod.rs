@@ -14,6 +14,10 @@
 //!   the first step of its last, `arbitrary` axis, adds `dot(x, y)` blocks to it every step
 //!   and writes it out on the last is one whole-array `dot_general`.
 //!
+//! Every form reads the body with its refs discharged (`ir::discharge`): ref contents are SSA
+//! values there, so no translator keeps ref state of its own. `snapshot.rs` lets a change
+//! to any of them be compared byte for byte with the tree before it.
+//!
 //! [`Form::Auto`] picks the accumulator contraction where the pattern holds, else the grid
 //! loop for grids with `arbitrary` axes (the batched form with its `while` measured ~0.5x of
 //! the loop for 256^3 and 512^3 f32 matmuls on the XLA CPU plugin), else the batched form
@@ -33,6 +37,7 @@ mod folded;
 mod grid_loop;
 mod padded;
 mod plan;
+mod snapshot;
 
 pub use checks::{Access, BoundsCheck};
 pub use error::EmitError;
@@ -59,6 +64,7 @@ pub fn emit_kernel(program: &KernelProgram) -> Result<String, EmitError> {
 
 /// The module text of `program` in `form`.
 pub fn emit_kernel_as(program: &KernelProgram, form: Form) -> Result<String, EmitError> {
+    snapshot::write(program);
     Ok(emit(program, form, false)?.text)
 }
 
@@ -90,6 +96,7 @@ pub fn emit_kernel_checked(
     program: &KernelProgram,
     form: Form,
 ) -> Result<CheckedModule, EmitError> {
+    snapshot::write(program);
     emit(program, form, true)
 }
 
