@@ -259,13 +259,29 @@ fn flash_args(cx: &mut Lower, a: &Args) -> LowerResult<([Value; 3], f64, Option<
 /// The gradient `[B, Hq, S, E]` of the repeated key/value heads as one of `[B, Hk, S, E]`: each
 /// head's summed over its group of `group` query heads (the adjoint of `repeat_heads`). `Hk` is
 /// passed, not derived: with no query heads the group is 0 and the gradients are zeros.
-fn sum_groups(cx: &mut Lower, g: &Value, hk: usize, group: usize) -> LowerResult<Value> {
+fn sum_groups(cx: &mut Lower, g: &Value, hk: usize, group: usize, rd: Rounding) -> LowerResult<Value> {
     if group == 1 {
         return Ok(g.clone());
     }
-    let s = g.shape();
+    let s = g.shape().to_vec();
     let grouped = cx.reshape(g, &[s[0], hk, group, s[2], s[3]])?;
-    sum(cx, &grouped, &[2], false)
+    if rd.dt == rd.ct || group == 0 {
+        return sum(cx, &grouped, &[2], false);
+    }
+    // For f16/bf16, PyTorch's kernel accumulates grad_key/grad_value in the input dtype, one query
+    // head of the group after the other (each added in f32, then rounded); so does this (a sum in
+    // f32 rounded once differs from torch's in the last bit of about a quarter of the elements).
+    let member = |cx: &mut Lower, i: usize| -> LowerResult<Value> {
+        let part = cx.slice_axis(&grouped, 2, i, 1)?;
+        Ok(cx.reshape(&part, &[s[0], hk, s[2], s[3]])?)
+    };
+    let first = member(cx, 0)?;
+    let mut acc = rd.r(cx, &first)?;
+    for i in 1..group {
+        let part = member(cx, i)?;
+        acc = rd.add(cx, &acc, &part)?;
+    }
+    Ok(acc)
 }
 
 /// `_scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0, is_causal=False,
@@ -320,7 +336,7 @@ pub(crate) fn flash_cpu_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Ou
     let dk = bdot(cx, &ds, &qc, 2, 2)?;
     let dk = mul_s(cx, &dk, scale)?;
     let hk = a.tensor("key")?.shape()[1];
-    let (dk, dv) = (sum_groups(cx, &dk, hk, group)?, sum_groups(cx, &dv, hk, group)?);
+    let (dk, dv) = (sum_groups(cx, &dk, hk, group, rd)?, sum_groups(cx, &dv, hk, group, rd)?);
     Ok(vec![
         Out::Tensor(cast(cx, &dq, dt)?),
         Out::Tensor(cast(cx, &dk, dt)?),
