@@ -234,7 +234,7 @@ fn flash_args(cx: &mut Lower, a: &Args) -> LowerResult<([Value; 3], f64, Option<
             "{OP}: key and value must have the same number of heads, dividing the query's (query heads {hq}, key heads {hk}, value heads {hv})"
         ));
     }
-    let group = if hk == 0 { 1 } else { hq / hk };
+    let group = hq.checked_div(hk).unwrap_or(1); // no heads at all: no groups to repeat
     if ks[2] != vs[2] {
         return invalid(format!("{OP}: K/V should have the same sequence length"));
     }
