@@ -497,3 +497,120 @@ fn flash_attention_for_cpu_forward_and_backward() {
     .unwrap_err();
     assert!(e_.to_string().contains("dropout"), "{e_}");
 }
+
+/// Grouped-query attention of `hq` query heads over `hk` key/value heads (`[hq, L, E]`,
+/// `[hk, S, E]`, `[hk, S, E]` flattened): query head `h` attends with key/value head
+/// `h / (hq / hk)`. The outputs and log-sum-exps of all query heads, flattened.
+#[allow(clippy::too_many_arguments)]
+fn gqa_attention(
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    (hq, hk): (usize, usize),
+    l: usize,
+    s: usize,
+    e: usize,
+    causal: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut out, mut lse) = (vec![], vec![]);
+    for h in 0..hq {
+        let kv = h / (hq / hk);
+        let (o, m) = attention(
+            &q[h * l * e..(h + 1) * l * e],
+            &k[kv * s * e..(kv + 1) * s * e],
+            &v[kv * s * e..(kv + 1) * s * e],
+            l,
+            s,
+            e,
+            causal,
+        );
+        out.extend(o);
+        lse.extend(m);
+    }
+    (out, lse)
+}
+
+#[test]
+fn flash_attention_for_cpu_with_fewer_key_value_heads() {
+    let (hq, hk, l, s, e) = (4, 2, 3, 4, 2);
+    let q = draws(hq * l * e, 30, -1.0, 1.0);
+    let k = draws(hk * s * e, 31, -1.0, 1.0);
+    let v = draws(hk * s * e, 32, -1.0, 1.0);
+    let args = || {
+        vec![
+            f32s(&[1, hq, l, e], &q),
+            f32s(&[1, hk, s, e], &k),
+            f32s(&[1, hk, s, e], &v),
+        ]
+    };
+    let out = run(
+        "_scaled_dot_product_flash_attention_for_cpu",
+        args(),
+        vec![("is_causal", ArgValue::Bool(true))],
+    )
+    .unwrap();
+    let (o, lse) = gqa_attention(&q, &k, &v, (hq, hk), l, s, e, true);
+    assert_eq!(tensor(&out[0]).shape(), &[1, hq, l, e]);
+    assert_close(&values(&out[0]), &o, TOL);
+    assert_close(&values(&out[1]), &lse, TOL);
+    // Backward: dk and dv have the key's heads (each summed over its group of query heads),
+    // checked against central differences of the f64 reference.
+    let g = draws(hq * l * e, 33, -1.0, 1.0);
+    let mut bargs = vec![f32s(&[1, hq, l, e], &g)];
+    bargs.extend(args());
+    bargs.extend([
+        f32s(&[1, hq, l, e], &o),
+        f32s(&[1, hq, l], &lse),
+        ArgValue::Float(0.0),
+        ArgValue::Bool(true),
+    ]);
+    let grads = run(
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+        bargs,
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(tensor(&grads[1]).shape(), &[1, hk, s, e]);
+    assert_eq!(tensor(&grads[2]).shape(), &[1, hk, s, e]);
+    let f = |q: &[f64], k: &[f64], v: &[f64]| -> f64 {
+        gqa_attention(q, k, v, (hq, hk), l, s, e, true)
+            .0
+            .iter()
+            .zip(&g)
+            .map(|(a, b)| a * b)
+            .sum()
+    };
+    let h = 1e-6;
+    for (which, base) in [(0usize, &q), (1, &k), (2, &v)] {
+        let num: Vec<f64> = (0..base.len())
+            .map(|i| {
+                let (mut p, mut m) = (base.clone(), base.clone());
+                p[i] += h;
+                m[i] -= h;
+                let pick = |x: &Vec<f64>| match which {
+                    0 => f(x, &k, &v),
+                    1 => f(&q, x, &v),
+                    _ => f(&q, &k, x),
+                };
+                (pick(&p) - pick(&m)) / (2.0 * h)
+            })
+            .collect();
+        assert_close(&values(&grads[which]), &num, 1e-4);
+    }
+}
+
+#[test]
+fn flash_attention_for_cpu_refuses_ill_defined_head_counts() {
+    // (query heads, key heads, value heads): torch's kernel crashes (Hk > Hq) or reads out of
+    // bounds (Hk not dividing Hq, Hv != Hk) on these.
+    for (hq, hk, hv) in [(4, 3, 3), (2, 4, 4), (4, 2, 1), (4, 2, 4), (4, 0, 0)] {
+        let z = |h: usize| f32s(&[1, h, 3, 2], &vec![0.5; h * 6]);
+        let err = run(
+            "_scaled_dot_product_flash_attention_for_cpu",
+            vec![z(hq), z(hk), z(hv)],
+            vec![],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("number of heads"), "{err}");
+    }
+}

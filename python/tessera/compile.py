@@ -303,47 +303,6 @@ def _compile_graph(gm, example_inputs):
     return program
 
 
-def _repeat_heads(t, heads):
-    """[B, Hk, L, D] as [B, heads, L, D]: each key/value head repeated for its group of query
-    heads (torch's `repeat_interleave` of grouped-query attention)."""
-    b, hk, n, d = t.shape
-    return t.unsqueeze(2).expand(b, hk, heads // hk, n, d).reshape(b, heads, n, d)
-
-
-def _flash_cpu_gqa(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
-    """Grouped-query attention (fewer key/value heads than query heads, `enable_gqa=True`:
-    GPT-BigCode's multi-query, Laguna) through torch's CPU flash-attention op, which takes
-    such heads: as the same op of key and value with their heads repeated, which Tessera's
-    lowering takes (it wants Q, K and V of one head count). Other calls: the op itself."""
-    if query.dim() != 4 or key.dim() != 4 or query.shape[1] == key.shape[1]:
-        return NotImplemented
-    heads = query.shape[1]
-    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(
-        query, _repeat_heads(key, heads), _repeat_heads(value, heads), dropout_p, is_causal,
-        attn_mask=attn_mask, scale=scale)
-
-
-def _flash_cpu_gqa_backward(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *,
-                            attn_mask=None, scale=None):
-    """The backward of `_flash_cpu_gqa`: of the repeated heads, then each key/value head's
-    gradient summed over its group."""
-    if query.dim() != 4 or key.dim() != 4 or query.shape[1] == key.shape[1]:
-        return NotImplemented
-    heads, (b, hk, n, d) = query.shape[1], key.shape
-    gq, gk, gv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(
-        grad_out, query, _repeat_heads(key, heads), _repeat_heads(value, heads), out, logsumexp,
-        dropout_p, is_causal, attn_mask=attn_mask, scale=scale)
-    gk = gk.reshape(b, hk, heads // hk, n, d).sum(2)
-    gv = gv.reshape(b, hk, heads // hk, n, value.shape[-1]).sum(2)
-    return gq, gk, gv
-
-
-_GQA_DECOMPOSITIONS = {
-    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_cpu_gqa,
-    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _flash_cpu_gqa_backward,
-}
-
-
 def backend(gm, example_inputs):
     """The torch.compile backend (registered as "tessera" and "tpu")."""
     from torch._decomp import core_aten_decompositions
@@ -352,9 +311,8 @@ def backend(gm, example_inputs):
     decompositions = core_aten_decompositions()
     # torch's decomposition of the CPU flash-attention forward returns the attention weights
     # as its logsumexp, which the op's own backward then rejects; Tessera lowers the op and its
-    # backward as they are.
+    # backward as they are, grouped-query attention (fewer key/value heads) included.
     decompositions.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
-    decompositions.update(_GQA_DECOMPOSITIONS)
     return aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph,
                         decompositions=decompositions)(gm, example_inputs)
 

@@ -345,14 +345,21 @@ def test_cpu_indices_of_a_tpu_tensor_in_a_compiled_graph():
     torch.testing.assert_close(got.cpu(), f(rel_pos), rtol=0, atol=0)
 
 
-def test_grouped_query_attention_compiles_forward_and_backward():
+@pytest.mark.parametrize("kv_heads,masked", [(2, False), (1, True)])
+def test_grouped_query_attention_compiles_forward_and_backward(kv_heads, masked):
     # GPT-BigCode (multi-query) and Laguna: `enable_gqa=True` reaches torch's CPU flash
-    # attention op with fewer key/value heads than query heads.
+    # attention op with fewer key/value heads than query heads, which Tessera lowers as it is
+    # (causal; or with a float mask and a scale).
+    mask = torch.zeros(6, 6).masked_fill(torch.eye(6, dtype=torch.bool).roll(1, 1), float("-inf"))
+
     def f(q, k, v):
+        if masked:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3,
+                                                                    enable_gqa=True)
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
 
     g = torch.Generator().manual_seed(16)
-    q, k, v = (torch.randn(2, h, 6, 8, generator=g, requires_grad=True) for h in (4, 2, 2))
+    q, k, v = (torch.randn(2, h, 6, 8, generator=g, requires_grad=True) for h in (4, kv_heads, kv_heads))
     want = f(q, k, v)
     want.sum().backward()
     want_grads = [t.grad for t in (q, k, v)]

@@ -11,13 +11,12 @@ import pytest
 import model_routing
 
 # The models whose every call Tessera runs today; `make models` reports all of them. Not yet:
-# llama_gqa (the CPU flash-attention entry point with fewer key/value heads is refused),
 # shufflenet_v2 (gradients 3e-3 from torch's, under investigation).
 GATED = [
     # torchvision
     "resnet18", "mobilenet_v3_small", "squeezenet1_1", "mnasnet", "efficientnet", "convnext",
     # transformers
-    "bert", "roberta", "albert", "distilbert", "gpt2", "llama", "t5", "vit",
+    "bert", "roberta", "albert", "distilbert", "gpt2", "llama", "llama_gqa", "t5", "vit",
     # classic modules
     "mlp", "cnn", "lstm", "gru", "transformer",
 ]

@@ -150,8 +150,8 @@ MODELS = {
     "distilbert": _hf("DistilBertConfig", "DistilBertModel", _ids(), vocab_size=99, dim=32, n_layers=2, n_heads=4,
                       hidden_dim=37),
     "gpt2": _hf("GPT2Config", "GPT2LMHeadModel", _ids(), vocab_size=99, n_embd=32, n_layer=2, n_head=4),
-    # As many key/value heads as query heads (Llama-2-7B's layout): torch's CPU flash-attention
-    # entry point with fewer key/value heads (GQA) is refused by Tessera's lowering for now.
+    # As many key/value heads as query heads (Llama-2-7B's layout), and fewer (grouped-query
+    # attention, Llama-3's layout): torch's CPU flash-attention entry points with K/V of 2 heads.
     "llama": _hf("LlamaConfig", "LlamaForCausalLM", _ids(), num_key_value_heads=4, **SMALL_LM),
     "llama_gqa": _hf("LlamaConfig", "LlamaForCausalLM", _ids(), num_key_value_heads=2, **SMALL_LM),
     "roberta": _hf("RobertaConfig", "RobertaModel", _ids(), pad_token_id=1, **SMALL_LM),

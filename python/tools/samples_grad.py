@@ -110,13 +110,26 @@ def _batch_norm(case, dt):
 
 
 def _sdpa(case, dt):
-    (b, h, l, s, e), causal, masked = case
-    q, k, v = _r(b, h, l, e, dtype=dt), _r(b, h, s, e, dtype=dt), _r(b, h, s, e, dtype=dt)
+    """`((B, H, L, S, E), causal, masked)`, optionally with `{"kv_heads": Hk, "scale": s}`:
+    grouped-query attention (`enable_gqa`), whose K/V of fewer heads reach the CPU
+    flash-attention entry points as they are."""
+    (b, h, l, s, e), causal, masked, *rest = case
+    kw = rest[0] if rest else {}
+    hk = kw.get("kv_heads", h)
+    q, k, v = _r(b, h, l, e, dtype=dt), _r(b, hk, s, e, dtype=dt), _r(b, hk, s, e, dtype=dt)
     m = None
     if masked:
         m = torch.zeros(l, s, dtype=dt)
         m[:, 0] = float("-inf")
-    return [q, k, v], F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal)
+    return [q, k, v], F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal,
+                                                     scale=kw.get("scale"), enable_gqa=hk != h)
+
+
+# Six cases, the sweep's cap per (op, dtype): three with grouped-query heads (multi-query and
+# causal; a mask and a scale; causal with a scale, L != S).
+_SDPA = [((2, 3, 4, 6, 8), False, False), ((1, 2, 5, 5, 4), True, False), ((2, 2, 3, 4, 8), False, True),
+         ((1, 6, 5, 5, 4), True, False, {"kv_heads": 1}), ((2, 4, 3, 4, 8), False, True, {"kv_heads": 2, "scale": 0.3}),
+         ((1, 6, 4, 5, 4), True, False, {"kv_heads": 3, "scale": 0.7})]
 
 
 def _glu(case, dt):
@@ -182,8 +195,8 @@ GENERATED = {
     # Affine cases only: without weight autograd masks out grad_weight/grad_bias, which
     # PyTorch returns as None and the op library (for now) as zero-size tensors.
     "native_batch_norm_backward": captured("native_batch_norm_backward", _batch_norm, [((4, 3, 5), True, True), ((4, 3), False, True), ((2, 3, 2, 2), True, True)]),
-    "_scaled_dot_product_flash_attention_for_cpu": captured("_scaled_dot_product_flash_attention_for_cpu", _sdpa, [((2, 3, 4, 6, 8), False, False), ((1, 2, 5, 5, 4), True, False), ((2, 2, 3, 4, 8), False, True)]),
-    "_scaled_dot_product_flash_attention_for_cpu_backward": captured("_scaled_dot_product_flash_attention_for_cpu_backward", _sdpa, [((2, 3, 4, 6, 8), False, False), ((1, 2, 5, 5, 4), True, False), ((2, 2, 3, 4, 8), False, True)]),
+    "_scaled_dot_product_flash_attention_for_cpu": captured("_scaled_dot_product_flash_attention_for_cpu", _sdpa, _SDPA),
+    "_scaled_dot_product_flash_attention_for_cpu_backward": captured("_scaled_dot_product_flash_attention_for_cpu_backward", _sdpa, _SDPA),
 }
 
 

@@ -207,10 +207,11 @@ fn softmax_lse(cx: &mut Lower, sc: &Value) -> LowerResult<(Value, Value)> {
     Ok((attn, lse))
 }
 
-/// The checked arguments of the CPU flash-attention entry points: `q [B, H, L, E]`,
-/// `k [B, H, S, E]`, `v [B, H, S, E]` of one float dtype, no dropout, a mask of the query's
-/// dtype. Returns them in opmath with the scale.
-fn flash_args(cx: &mut Lower, a: &Args) -> LowerResult<([Value; 3], f64, Option<Value>)> {
+/// The checked arguments of the CPU flash-attention entry points: `q [B, Hq, L, E]`,
+/// `k [B, Hk, S, E]`, `v [B, Hk, S, E]` of one float dtype, no dropout, a mask of the query's
+/// dtype. Returns them in opmath with the scale and the group size `Hq / Hk` (grouped-query
+/// attention: query head `h` reads key/value head `h / (Hq / Hk)`, as PyTorch's kernel does).
+fn flash_args(cx: &mut Lower, a: &Args) -> LowerResult<([Value; 3], f64, Option<Value>, usize)> {
     const OP: &str = "scaled_dot_product_attention_flash_attention";
     let (q, k, v) = (a.tensor("query")?, a.tensor("key")?, a.tensor("value")?);
     float_only(&q, OP)?;
@@ -221,9 +222,19 @@ fn flash_args(cx: &mut Lower, a: &Args) -> LowerResult<([Value; 3], f64, Option<
         return invalid(format!("{OP}: Q/K/V should have the same data type"));
     }
     let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
-    if qs[0] != ks[0] || qs[0] != vs[0] || qs[1] != ks[1] || qs[1] != vs[1] {
-        return invalid(format!("{OP}: Q/K/V should have the same batch size and number of heads"));
+    if qs[0] != ks[0] || qs[0] != vs[0] {
+        return invalid(format!("{OP}: Q/K/V should have the same batch size"));
     }
+    // PyTorch's kernel checks no head counts: it divides by `Hq / Hk` (a crash when Hk > Hq) and
+    // indexes key and value with the same head, out of bounds unless K and V have the same count
+    // and it divides Hq's. Those ill-defined calls are refused here.
+    let (hq, hk, hv) = (qs[1], ks[1], vs[1]);
+    if hv != hk || (hq != hk && (hk == 0 || hq % hk != 0)) {
+        return invalid(format!(
+            "{OP}: key and value must have the same number of heads, dividing the query's (query heads {hq}, key heads {hk}, value heads {hv})"
+        ));
+    }
+    let group = hq.checked_div(hk).unwrap_or(1); // no heads at all: no groups to repeat
     if ks[2] != vs[2] {
         return invalid(format!("{OP}: K/V should have the same sequence length"));
     }
@@ -240,14 +251,44 @@ fn flash_args(cx: &mut Lower, a: &Args) -> LowerResult<([Value; 3], f64, Option<
         }
     }
     let scale = a.opt_float("scale")?.unwrap_or(1.0 / (qs[3] as f64).sqrt());
-    Ok(([up(cx, &q)?, up(cx, &k)?, up(cx, &v)?], scale, mask))
+    let (kc, vc) = (up(cx, &k)?, up(cx, &v)?);
+    let (kc, vc) = (repeat_heads(cx, &kc, group)?, repeat_heads(cx, &vc, group)?);
+    Ok(([up(cx, &q)?, kc, vc], scale, mask, group))
+}
+
+/// The gradient `[B, Hq, S, E]` of the repeated key/value heads as one of `[B, Hk, S, E]`: each
+/// head's summed over its group of `group` query heads (the adjoint of `repeat_heads`). `Hk` is
+/// passed, not derived: with no query heads the group is 0 and the gradients are zeros.
+fn sum_groups(cx: &mut Lower, g: &Value, hk: usize, group: usize, rd: Rounding) -> LowerResult<Value> {
+    if group == 1 {
+        return Ok(g.clone());
+    }
+    let s = g.shape().to_vec();
+    let grouped = cx.reshape(g, &[s[0], hk, group, s[2], s[3]])?;
+    if rd.dt == rd.ct || group == 0 {
+        return sum(cx, &grouped, &[2], false);
+    }
+    // For f16/bf16, PyTorch's kernel accumulates grad_key/grad_value in the input dtype, one query
+    // head of the group after the other (each added in f32, then rounded); so does this (a sum in
+    // f32 rounded once differs from torch's in the last bit of about a quarter of the elements).
+    let member = |cx: &mut Lower, i: usize| -> LowerResult<Value> {
+        let part = cx.slice_axis(&grouped, 2, i, 1)?;
+        Ok(cx.reshape(&part, &[s[0], hk, s[2], s[3]])?)
+    };
+    let first = member(cx, 0)?;
+    let mut acc = rd.r(cx, &first)?;
+    for i in 1..group {
+        let part = member(cx, i)?;
+        acc = rd.add(cx, &acc, &part)?;
+    }
+    Ok(acc)
 }
 
 /// `_scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0, is_causal=False,
 /// *, attn_mask=None, scale=None) -> (output, logsumexp)`: the logsumexp `[B, H, L]` in opmath.
 pub(crate) fn flash_cpu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let dt = a.tensor("query")?.dtype();
-    let ([qc, kc, vc], scale, mask) = flash_args(cx, a)?;
+    let ([qc, kc, vc], scale, mask, _) = flash_args(cx, a)?;
     let sc = masked_scores(cx, &qc, &kc, scale, a.bool("is_causal")?, mask.as_ref(), Masked::Where)?;
     let (attn, lse) = softmax_lse(cx, &sc)?;
     let o = bdot(cx, &attn, &vc, 3, 2)?;
@@ -257,10 +298,11 @@ pub(crate) fn flash_cpu(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
 /// `_scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out,
 /// logsumexp, dropout_p, is_causal, *, attn_mask=None, scale=None) -> (dq, dk, dv)`, from the
 /// recomputed probabilities `P = exp(scores - logsumexp)`: `dv = P^T dO`,
-/// `dS = P * (dO V^T - rowsum(dO * O))`, `dq = scale dS K`, `dk = scale dS^T Q`.
+/// `dS = P * (dO V^T - rowsum(dO * O))`, `dq = scale dS K`, `dk = scale dS^T Q`; with fewer
+/// key/value heads than query heads, dk and dv have the key's heads, summed over each group.
 pub(crate) fn flash_cpu_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let dt = a.tensor("query")?.dtype();
-    let ([qc, kc, vc], scale, mask) = flash_args(cx, a)?;
+    let ([qc, kc, vc], scale, mask, group) = flash_args(cx, a)?;
     let g = a.tensor("grad_out")?;
     let o = a.tensor("out")?;
     let lse = a.tensor("logsumexp")?;
@@ -293,6 +335,8 @@ pub(crate) fn flash_cpu_backward(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Ou
     let dq = mul_s(cx, &dq, scale)?;
     let dk = bdot(cx, &ds, &qc, 2, 2)?;
     let dk = mul_s(cx, &dk, scale)?;
+    let hk = a.tensor("key")?.shape()[1];
+    let (dk, dv) = (sum_groups(cx, &dk, hk, group, rd)?, sum_groups(cx, &dv, hk, group, rd)?);
     Ok(vec![
         Out::Tensor(cast(cx, &dq, dt)?),
         Out::Tensor(cast(cx, &dk, dt)?),
