@@ -472,22 +472,8 @@ fn flash_attention_for_cpu_forward_and_backward() {
             .map(|(a, b)| a * b)
             .sum()
     };
-    let h = 1e-6;
-    for (which, base) in [(0usize, &q), (1, &k), (2, &v)] {
-        let num: Vec<f64> = (0..base.len())
-            .map(|i| {
-                let (mut p, mut m) = (base.clone(), base.clone());
-                p[i] += h;
-                m[i] -= h;
-                let pick = |x: &Vec<f64>| match which {
-                    0 => f(x, &k, &v),
-                    1 => f(&q, x, &v),
-                    _ => f(&q, &k, x),
-                };
-                (pick(&p) - pick(&m)) / (2.0 * h)
-            })
-            .collect();
-        assert_close(&values(&grads[which]), &num, 1e-4);
+    for (which, num) in central_differences(f, [&q, &k, &v]).iter().enumerate() {
+        assert_close(&values(&grads[which]), num, 1e-4);
     }
     let e_ = run(
         "_scaled_dot_product_flash_attention_for_cpu",
@@ -580,22 +566,8 @@ fn flash_attention_for_cpu_with_fewer_key_value_heads() {
             .map(|(a, b)| a * b)
             .sum()
     };
-    let h = 1e-6;
-    for (which, base) in [(0usize, &q), (1, &k), (2, &v)] {
-        let num: Vec<f64> = (0..base.len())
-            .map(|i| {
-                let (mut p, mut m) = (base.clone(), base.clone());
-                p[i] += h;
-                m[i] -= h;
-                let pick = |x: &Vec<f64>| match which {
-                    0 => f(x, &k, &v),
-                    1 => f(&q, x, &v),
-                    _ => f(&q, &k, x),
-                };
-                (pick(&p) - pick(&m)) / (2.0 * h)
-            })
-            .collect();
-        assert_close(&values(&grads[which]), &num, 1e-4);
+    for (which, num) in central_differences(f, [&q, &k, &v]).iter().enumerate() {
+        assert_close(&values(&grads[which]), num, 1e-4);
     }
 }
 
@@ -613,4 +585,25 @@ fn flash_attention_for_cpu_refuses_ill_defined_head_counts() {
         .unwrap_err();
         assert!(err.to_string().contains("number of heads"), "{err}");
     }
+}
+
+/// The gradient of `f(q, k, v)` with respect to each of its three inputs, by central
+/// differences (step 1e-6, float64: errors ~1e-9, far inside the tests' 1e-4).
+fn central_differences(
+    f: impl Fn(&[f64], &[f64], &[f64]) -> f64,
+    inputs: [&Vec<f64>; 3],
+) -> [Vec<f64>; 3] {
+    let h = 1e-6;
+    std::array::from_fn(|which| {
+        (0..inputs[which].len())
+            .map(|i| {
+                let at = |d: f64| {
+                    let mut x = inputs.map(|t| t.clone());
+                    x[which][i] += d;
+                    f(&x[0], &x[1], &x[2])
+                };
+                (at(h) - at(-h)) / (2.0 * h)
+            })
+            .collect()
+    })
 }
