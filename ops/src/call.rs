@@ -65,6 +65,12 @@ pub fn call(
     let tensors: Vec<&HostTensor> = bound.values.iter().flat_map(|v| v.tensors()).collect();
     let inputs: Vec<HostTensor> = p.inputs.iter().map(|&i| tensors[i].clone()).collect();
     let mut cx = Lower::new(options.seed, device.kind());
+    // This device's own target: a TPU's generation is read from its client, which may be a
+    // private one the kind alone would not find.
+    cx.target = Some(device.target().map_err(|source| OpError::Runtime {
+        op: schema.full_name(),
+        source,
+    })?);
     let args: Vec<Value> = inputs
         .iter()
         .map(|t| cx.f.arg(TensorType::new(t.shape(), t.dtype())))

@@ -18,6 +18,9 @@ pub enum LowerError {
     Unsupported(String),
     #[error("StableHLO builder: {0}")]
     Build(#[from] BuildError),
+    /// What a called kernel is lowered for could not be read from the device.
+    #[error("the device's kernel target: {0}")]
+    Device(#[source] RuntimeError),
 }
 
 impl LowerError {

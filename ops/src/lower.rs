@@ -3,8 +3,9 @@
 
 use crate::args::Args;
 use crate::check::Check;
-use crate::error::LowerResult;
+use crate::error::{LowerError, LowerResult};
 use std::ops::{Deref, DerefMut};
+use tessera_lowering::backend::Target;
 use tessera_lowering::stablehlo::{FuncBuilder, Value};
 use tessera_runtime::DeviceKind;
 
@@ -19,6 +20,11 @@ pub struct Lower {
     /// `None`: the constant `seed`.
     pub rng_key: Option<Value>,
     pub device: DeviceKind,
+    /// What kernels called from the module (overrides) are lowered for, where the caller
+    /// knows it: Mosaic kernels are per TPU generation and `DeviceKind::Tpu` does not say
+    /// which (a call on a device sets the device's target, an AOT compile its topology's).
+    /// `None`: the kind's target ([`Lower::kernel_target`]).
+    pub target: Option<Target>,
     /// Whether lowerings add data checks ([`crate::check`]; `TESSERA_CHECK_INDICES`).
     pub checks_enabled: bool,
     /// The checks added so far; their flags are extra outputs of the module, after its
@@ -34,8 +40,18 @@ impl Lower {
             seed,
             rng_key: None,
             device,
+            target: None,
             checks_enabled: crate::check::enabled_by_env(),
             checks: Vec::new(),
+        }
+    }
+
+    /// What a kernel called from the module is lowered for: [`Lower::target`], else the
+    /// target of the device kind (on a TPU, the attached one's generation).
+    pub fn kernel_target(&self) -> LowerResult<Target> {
+        match self.target {
+            Some(target) => Ok(target),
+            None => self.device.target().map_err(LowerError::Device),
         }
     }
 }

@@ -47,6 +47,18 @@ impl DeviceKind {
             .ok_or_else(|| RuntimeError::UnknownDevice(s.to_string()))
     }
 
+    /// What kernels are lowered for on a device of this kind ([`Device::target`]). The kind
+    /// does not say a TPU's generation, so for `Tpu` it is the attached TPU's, read from the
+    /// process's shared TPU client (an error where no TPU is attached): for callers that
+    /// know only the kind, such as an op lowered for the eager runtime's device.
+    pub fn target(self) -> Result<Target> {
+        match self {
+            DeviceKind::Interp => Ok(Target::Interpreter),
+            DeviceKind::Cpu | DeviceKind::Cuda => Ok(Target::StableHlo),
+            DeviceKind::Tpu => Device::new(DeviceKind::Tpu)?.target(),
+        }
+    }
+
     /// Client options for this kind. One CPU device: kernels and eager ops use one device, and
     /// fewer CPU "devices" means less thread noise in timings.
     fn client_options(self) -> Vec<ClientOption> {
@@ -187,9 +199,8 @@ impl Device {
     /// interpreter, StableHLO (CPU, CUDA), or Mosaic for the attached TPU's generation, read
     /// from the device kind libtpu reports.
     pub fn target(&self) -> Result<Target> {
-        Ok(match self.kind {
-            DeviceKind::Interp => Target::Interpreter,
-            DeviceKind::Cpu | DeviceKind::Cuda => Target::StableHlo,
+        match self.kind {
+            // This device's own client: it may be a private one (`Device::with_plugin`).
             DeviceKind::Tpu => {
                 let client = self.client()?;
                 let kind = client
@@ -197,9 +208,10 @@ impl Device {
                     .first()
                     .map(|d| d.kind.as_str())
                     .ok_or(RuntimeError::NoTpuAttached)?;
-                Target::Tpu(TpuGeneration::from_device_kind(kind)?)
+                Ok(Target::Tpu(TpuGeneration::from_device_kind(kind)?))
             }
-        })
+            kind => kind.target(),
+        }
     }
 
     pub fn plugin_path(&self) -> Option<&std::path::Path> {
