@@ -1,11 +1,12 @@
 //! Shipped kernels registered as overrides of ATen ops: `ops::dispatch` picks one when its
 //! predicate holds for the call's arguments, else the op's default lowering runs.
 //!
-//! The kernel is lowered on its own (trace -> StableHLO) and called from the op's module as a
-//! private function, so an override composes with other ops like any lowering.
+//! The kernel is lowered on its own for the op's device (trace -> StableHLO, or on a TPU
+//! Mosaic in a `tpu_custom_call`) and called from the op's module as a private function, so
+//! an override composes with other ops like any lowering.
 
 use crate::softmax;
-use tessera_lowering::backend::{self, Backend, Target};
+use tessera_lowering::backend::{self, Backend};
 use tessera_lowering::stablehlo::Form;
 use tessera_lowering::DType;
 use tessera_ops::{Args, HostArgs, Lower, LowerError, LowerResult, OpOverride, Out};
@@ -43,8 +44,10 @@ fn softmax_lower(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let program = launch
         .trace_program(&[(x.dtype(), x.shape().to_vec())])
         .map_err(|e| LowerError::Unsupported(e.to_string()))?;
-    // The op's module is StableHLO on every device, so the kernel is inlined as StableHLO.
-    let backend = Backend::for_target(Target::StableHlo, Form::Auto, false);
+    // Lowered for the op's device (the one place that chooses: `backend::Backend`): a TPU
+    // runs the Mosaic kernel in a `tpu_custom_call`, other devices its grid as StableHLO;
+    // either way a StableHLO module that the op's module calls.
+    let backend = Backend::for_target(cx.kernel_target()?, Form::Auto, false);
     let text = backend::lower(&program, backend)
         .and_then(|lowered| lowered.into_module())
         .map_err(|e| LowerError::Unsupported(e.to_string()))?;
