@@ -6,7 +6,7 @@
 //! an override composes with other ops like any lowering.
 
 use crate::softmax;
-use tessera_lowering::backend::{self, Backend};
+use tessera_lowering::backend::{self, Backend, Target};
 use tessera_lowering::stablehlo::Form;
 use tessera_lowering::DType;
 use tessera_ops::{Args, HostArgs, Lower, LowerError, LowerResult, OpOverride, Out};
@@ -46,11 +46,19 @@ fn softmax_lower(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
         .map_err(|e| LowerError::Unsupported(e.to_string()))?;
     // Lowered for the op's device (the one place that chooses: `backend::Backend`): a TPU
     // runs the Mosaic kernel in a `tpu_custom_call`, other devices its grid as StableHLO;
-    // either way a StableHLO module that the op's module calls.
-    let backend = Backend::for_target(cx.kernel_target()?, Form::Auto, false);
-    let text = backend::lower(&program, backend)
-        .and_then(|lowered| lowered.into_module())
-        .map_err(|e| LowerError::Unsupported(e.to_string()))?;
+    // either way a StableHLO module that the op's module calls. A kernel Mosaic refuses for
+    // the generation (a row block over its VMEM budget: `softmax_applies` sees only the
+    // device kind) runs as its StableHLO grid, as every TPU call did before.
+    let target = cx.kernel_target()?;
+    let lower = |t| {
+        backend::lower(&program, Backend::for_target(t, Form::Auto, false))
+            .and_then(|lowered| lowered.into_module())
+    };
+    let text = match lower(target) {
+        Err(_) if target != Target::StableHlo => lower(Target::StableHlo),
+        lowered => lowered,
+    }
+    .map_err(|e| LowerError::Unsupported(e.to_string()))?;
     let y = cx.call_module(&text, &[&x], vec![x.ty().clone()])?;
     Ok(vec![Out::Tensor(y[0].clone())])
 }
