@@ -428,56 +428,10 @@ fn attention(
 
 #[test]
 fn flash_attention_for_cpu_forward_and_backward() {
-    let (l, s, e) = (3, 4, 2);
-    let q = draws(l * e, 20, -1.0, 1.0);
-    let k = draws(s * e, 21, -1.0, 1.0);
-    let v = draws(s * e, 22, -1.0, 1.0);
-    let args = || {
-        vec![
-            f32s(&[1, 1, l, e], &q),
-            f32s(&[1, 1, s, e], &k),
-            f32s(&[1, 1, s, e], &v),
-        ]
-    };
-    let out = run(
-        "_scaled_dot_product_flash_attention_for_cpu",
-        args(),
-        vec![("is_causal", ArgValue::Bool(true))],
-    )
-    .unwrap();
-    let (o, lse) = attention(&q, &k, &v, l, s, e, true);
-    assert_close(&values(&out[0]), &o, TOL);
-    assert_close(&values(&out[1]), &lse, TOL);
-    // Backward: the gradient of sum(out * g) by central differences of the f64 reference.
-    let g = draws(l * e, 23, -1.0, 1.0);
-    let mut bargs = vec![f32s(&[1, 1, l, e], &g)];
-    bargs.extend(args());
-    bargs.extend([
-        f32s(&[1, 1, l, e], &o),
-        f32s(&[1, 1, l], &lse),
-        ArgValue::Float(0.0),
-        ArgValue::Bool(true),
-    ]);
-    let grads = run(
-        "_scaled_dot_product_flash_attention_for_cpu_backward",
-        bargs,
-        vec![],
-    )
-    .unwrap();
-    let f = |q: &[f64], k: &[f64], v: &[f64]| -> f64 {
-        attention(q, k, v, l, s, e, true)
-            .0
-            .iter()
-            .zip(&g)
-            .map(|(a, b)| a * b)
-            .sum()
-    };
-    for (which, num) in central_differences(f, [&q, &k, &v]).iter().enumerate() {
-        assert_close(&values(&grads[which]), num, 1e-4);
-    }
+    let inputs = check_causal_flash_attention((1, 1), 20);
     let e_ = run(
         "_scaled_dot_product_flash_attention_for_cpu",
-        args(),
+        inputs,
         vec![("dropout_p", ArgValue::Float(0.5))],
     )
     .unwrap_err();
@@ -518,10 +472,18 @@ fn gqa_attention(
 
 #[test]
 fn flash_attention_for_cpu_with_fewer_key_value_heads() {
-    let (hq, hk, l, s, e) = (4, 2, 3, 4, 2);
-    let q = draws(hq * l * e, 30, -1.0, 1.0);
-    let k = draws(hk * s * e, 31, -1.0, 1.0);
-    let v = draws(hk * s * e, 32, -1.0, 1.0);
+    check_causal_flash_attention((4, 2), 30);
+}
+
+/// Causal CPU flash attention of `hq` query heads over `hk` key/value heads (L=3, S=4, E=2,
+/// inputs drawn from `seed`): the forward (out, logsumexp) against the f64 reference, and the
+/// backward's gradient of sum(out * g) against central differences of it (dk and dv have the
+/// key's heads, each summed over its group of query heads). Returns the inputs.
+fn check_causal_flash_attention((hq, hk): (usize, usize), seed: u64) -> Vec<A> {
+    let (l, s, e) = (3, 4, 2);
+    let q = draws(hq * l * e, seed, -1.0, 1.0);
+    let k = draws(hk * s * e, seed + 1, -1.0, 1.0);
+    let v = draws(hk * s * e, seed + 2, -1.0, 1.0);
     let args = || {
         vec![
             f32s(&[1, hq, l, e], &q),
@@ -539,9 +501,7 @@ fn flash_attention_for_cpu_with_fewer_key_value_heads() {
     assert_eq!(tensor(&out[0]).shape(), &[1, hq, l, e]);
     assert_close(&values(&out[0]), &o, TOL);
     assert_close(&values(&out[1]), &lse, TOL);
-    // Backward: dk and dv have the key's heads (each summed over its group of query heads),
-    // checked against central differences of the f64 reference.
-    let g = draws(hq * l * e, 33, -1.0, 1.0);
+    let g = draws(hq * l * e, seed + 3, -1.0, 1.0);
     let mut bargs = vec![f32s(&[1, hq, l, e], &g)];
     bargs.extend(args());
     bargs.extend([
@@ -569,6 +529,7 @@ fn flash_attention_for_cpu_with_fewer_key_value_heads() {
     for (which, num) in central_differences(f, [&q, &k, &v]).iter().enumerate() {
         assert_close(&values(&grads[which]), num, 1e-4);
     }
+    args()
 }
 
 #[test]
