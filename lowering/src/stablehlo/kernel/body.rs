@@ -25,7 +25,7 @@ use super::translate::{grid_axis, not_a_rule, translate, Layout};
 use crate::dtype::DType;
 use crate::ir::discharge::{Discharged, Kind, Op, Region};
 use crate::ir::{Offset, OpKind, Operation, ValueId};
-use crate::stablehlo::{BinaryOp, DotDims, FuncBuilder, Precision, TensorType, Value};
+use crate::stablehlo::{BinaryOp, DotDims, FuncBuilder, TensorType, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
@@ -191,13 +191,6 @@ impl<'a> BodyEmitter<'a> {
         self.lift(f, &self.get(last)?, &self.all_axes())
     }
 
-    fn get(&self, id: ValueId) -> Result<Batched, EmitError> {
-        self.vals
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| EmitError::internal(format!("IR value {id} has no StableHLO value")))
-    }
-
     fn all_axes(&self) -> Vec<usize> {
         self.batch_axes.clone()
     }
@@ -225,29 +218,6 @@ impl<'a> BodyEmitter<'a> {
             .chain((0..own.len()).map(|d| Ok(to.len() + d)))
             .collect::<Result<_, _>>()?;
         Ok(f.broadcast_in_dim(&b.v, &shape, &dims)?)
-    }
-
-    /// The values of `ids`, broadcast to the union of their axes; and that union.
-    fn operands(
-        &mut self,
-        f: &mut FuncBuilder,
-        ids: &[ValueId],
-    ) -> Result<(Vec<Value>, Vec<usize>), EmitError> {
-        let bs: Vec<Batched> = ids
-            .iter()
-            .map(|&id| self.get(id))
-            .collect::<Result<_, _>>()?;
-        let axes: Vec<usize> = bs
-            .iter()
-            .flat_map(|b| b.axes.iter().copied())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let vals = bs
-            .iter()
-            .map(|b| self.lift(f, b, &axes))
-            .collect::<Result<_, _>>()?;
-        Ok((vals, axes))
     }
 
     /// The function's ops.
@@ -304,67 +274,6 @@ impl<'a> BodyEmitter<'a> {
             .ok_or_else(|| EmitError::internal(format!("`{}` has no result", op.kind.name())))?;
         self.vals.insert(*id, result);
         Ok(())
-    }
-
-    /// `dot` accumulates in f32 (f64 for f64): operands are converted first, then contracted
-    /// at full precision, so bf16 inputs give the f32 products the IR promises. Axes both
-    /// operands carry are batch dims; an axis only one carries is a free dim of that side.
-    fn dot(
-        &mut self,
-        f: &mut FuncBuilder,
-        acc: DType,
-        lhs: ValueId,
-        rhs: ValueId,
-        tl: bool,
-        tr: bool,
-    ) -> Result<Batched, EmitError> {
-        let (l, r) = (self.get(lhs)?, self.get(rhs)?);
-        let (lv, rv) = (f.convert(&l.v, acc)?, f.convert(&r.v, acc)?);
-        let shared: Vec<usize> = l
-            .axes
-            .iter()
-            .filter(|a| r.axes.contains(a))
-            .copied()
-            .collect();
-        let pos = |axes: &[usize], a: &usize| axes.iter().position(|x| x == a).unwrap_or(0);
-        let (nl, nr) = (l.axes.len(), r.axes.len());
-        let dims = DotDims {
-            lhs_batch: shared.iter().map(|a| pos(&l.axes, a)).collect(),
-            rhs_batch: shared.iter().map(|a| pos(&r.axes, a)).collect(),
-            lhs_contract: vec![nl + usize::from(!tl)],
-            rhs_contract: vec![nr + usize::from(tr)],
-        };
-        let out = f.dot_general(&lv, &rv, &dims, Precision::Highest)?;
-        // dot_general's dims: shared axes, lhs-only axes, m, rhs-only axes, n.
-        let l_only = l.axes.iter().filter(|a| !shared.contains(a));
-        let r_only: Vec<usize> = r
-            .axes
-            .iter()
-            .filter(|a| !shared.contains(a))
-            .copied()
-            .collect();
-        let mut labels: Vec<Option<usize>> =
-            shared.iter().chain(l_only).map(|&a| Some(a)).collect();
-        let m_at = labels.len();
-        labels.push(None);
-        labels.extend(r_only.iter().map(|&a| Some(a)));
-        let axes: Vec<usize> = l
-            .axes
-            .iter()
-            .chain(&r.axes)
-            .copied()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let perm: Vec<usize> = axes
-            .iter()
-            .map(|a| labels.iter().position(|x| *x == Some(*a)).unwrap_or(0))
-            .chain([m_at, labels.len()])
-            .collect();
-        Ok(Batched {
-            v: f.transpose(&out, &perm)?,
-            axes,
-        })
     }
 
     /// A static or dynamic window of a ref version; the axes' dims are read whole.
@@ -643,7 +552,10 @@ impl Layout for BodyEmitter<'_> {
     type Err = EmitError;
 
     fn get(&self, id: ValueId) -> Result<Batched, EmitError> {
-        BodyEmitter::get(self, id)
+        self.vals
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| EmitError::internal(format!("IR value {id} has no StableHLO value")))
     }
 
     fn ir_shape(&self, id: ValueId) -> Vec<usize> {
@@ -662,12 +574,27 @@ impl Layout for BodyEmitter<'_> {
         Batched { v, axes: x.axes }
     }
 
+    /// The values of `ids`, broadcast to the union of their axes; and that union.
     fn operands(
-        &mut self,
+        &self,
         f: &mut FuncBuilder,
         ids: &[ValueId],
     ) -> Result<(Vec<Value>, Vec<usize>), EmitError> {
-        BodyEmitter::operands(self, f, ids)
+        let bs: Vec<Batched> = ids
+            .iter()
+            .map(|&id| self.get(id))
+            .collect::<Result<_, _>>()?;
+        let axes: Vec<usize> = bs
+            .iter()
+            .flat_map(|b| b.axes.iter().copied())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let vals = bs
+            .iter()
+            .map(|b| self.lift(f, b, &axes))
+            .collect::<Result<_, _>>()?;
+        Ok((vals, axes))
     }
 
     fn joined(v: Value, _shape: Vec<usize>, axes: Vec<usize>) -> Batched {
@@ -706,6 +633,58 @@ impl Layout for BodyEmitter<'_> {
         Batched { v, axes: x.axes }
     }
 
+    /// Axes both operands carry are batch dims; an axis only one carries is a free dim of
+    /// that side.
+    fn dot_dims(
+        &self,
+        l: &Batched,
+        r: &Batched,
+        cl: usize,
+        cr: usize,
+    ) -> Result<(DotDims, Vec<usize>, Vec<usize>), EmitError> {
+        let shared: Vec<usize> = l
+            .axes
+            .iter()
+            .filter(|a| r.axes.contains(a))
+            .copied()
+            .collect();
+        let pos = |axes: &[usize], a: &usize| axes.iter().position(|x| x == a).unwrap_or(0);
+        let (nl, nr) = (l.axes.len(), r.axes.len());
+        let dims = DotDims {
+            lhs_batch: shared.iter().map(|a| pos(&l.axes, a)).collect(),
+            rhs_batch: shared.iter().map(|a| pos(&r.axes, a)).collect(),
+            lhs_contract: vec![nl + cl],
+            rhs_contract: vec![nr + cr],
+        };
+        // dot_general's dims: shared axes, lhs-only axes, m, rhs-only axes, n.
+        let l_only = l.axes.iter().filter(|a| !shared.contains(a));
+        let r_only: Vec<usize> = r
+            .axes
+            .iter()
+            .filter(|a| !shared.contains(a))
+            .copied()
+            .collect();
+        let mut labels: Vec<Option<usize>> =
+            shared.iter().chain(l_only).map(|&a| Some(a)).collect();
+        let m_at = labels.len();
+        labels.push(None);
+        labels.extend(r_only.iter().map(|&a| Some(a)));
+        let axes: Vec<usize> = l
+            .axes
+            .iter()
+            .chain(&r.axes)
+            .copied()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let perm: Vec<usize> = axes
+            .iter()
+            .map(|a| labels.iter().position(|x| *x == Some(*a)).unwrap_or(0))
+            .chain([m_at, labels.len()])
+            .collect();
+        Ok((dims, perm, axes))
+    }
+
     fn rule(
         &mut self,
         f: &mut FuncBuilder,
@@ -740,12 +719,6 @@ impl Layout for BodyEmitter<'_> {
                 let v = f.reshape(&v, &[self.extents(&x.axes), ty()?.shape].concat())?;
                 Batched { v, axes: x.axes }
             }
-            OpKind::Dot {
-                lhs,
-                rhs,
-                transpose_lhs,
-                transpose_rhs,
-            } => self.dot(f, ty()?.dtype, *lhs, *rhs, *transpose_lhs, *transpose_rhs)?,
             _ => return Err(not_a_rule(op)),
         })
     }

@@ -24,7 +24,7 @@ use super::plan::Plan;
 use super::translate::{not_a_rule, translate, Layout};
 use crate::ir::discharge::{Discharged, Kind, Op};
 use crate::ir::{OpKind, Operation, ValueId};
-use crate::stablehlo::{BuildError, DotDims, FuncBuilder, Module, Precision, TensorType, Value};
+use crate::stablehlo::{BuildError, DotDims, FuncBuilder, Module, TensorType, Value};
 use std::collections::HashMap;
 
 /// An IR value for all steps: `broadcast_in_dim(base, dims)` to the IR value's own `shape`
@@ -148,12 +148,6 @@ impl Fold<'_> {
             .collect()
     }
 
-    fn get(&self, id: ValueId) -> Result<Folded, Stop> {
-        self.vals.get(&id).cloned().ok_or_else(|| {
-            EmitError::internal(format!("IR value {id} has no StableHLO value")).into()
-        })
-    }
-
     /// A ref version; a ref param's first one, unless an input, holds zeros (outputs and
     /// scratch start so), emitted where it is read.
     fn version(&self, f: &mut FuncBuilder, id: ValueId) -> Result<Folded, Stop> {
@@ -209,34 +203,6 @@ impl Fold<'_> {
         Ok(f.reshape(&copies, &target)?)
     }
 
-    /// The values of `ids` laid out with the union of their axes; and that union.
-    fn operands(
-        &self,
-        f: &mut FuncBuilder,
-        ids: &[ValueId],
-    ) -> Result<(Vec<Value>, Vec<Option<usize>>), Stop> {
-        let xs: Vec<Folded> = ids
-            .iter()
-            .map(|&id| self.get(id))
-            .collect::<Result<_, _>>()?;
-        let mut axes = vec![None; xs.first().map_or(0, |x| x.axes.len())];
-        for x in &xs {
-            for (u, h) in axes.iter_mut().zip(&x.axes) {
-                match (*u, *h) {
-                    (Some(a), Some(b)) if a != b => return Err(Stop::Unfoldable),
-                    (None, h) => *u = h,
-                    _ => {}
-                }
-            }
-        }
-        distinct(&axes)?;
-        let vals = xs
-            .iter()
-            .map(|x| self.materialize(f, x, &axes))
-            .collect::<Result<_, _>>()?;
-        Ok((vals, axes))
-    }
-
     fn op(&mut self, f: &mut FuncBuilder, vop: &Op) -> Result<(), Stop> {
         let op = vop.origin;
         match &vop.kind {
@@ -267,7 +233,9 @@ impl Layout for Fold<'_> {
     type Err = Stop;
 
     fn get(&self, id: ValueId) -> Result<Folded, Stop> {
-        Fold::get(self, id)
+        self.vals.get(&id).cloned().ok_or_else(|| {
+            EmitError::internal(format!("IR value {id} has no StableHLO value")).into()
+        })
     }
 
     fn ir_shape(&self, id: ValueId) -> Vec<usize> {
@@ -286,12 +254,32 @@ impl Layout for Fold<'_> {
         Folded { base, ..x }
     }
 
+    /// The values of `ids` laid out with the union of their axes; and that union.
     fn operands(
-        &mut self,
+        &self,
         f: &mut FuncBuilder,
         ids: &[ValueId],
     ) -> Result<(Vec<Value>, Vec<Option<usize>>), Stop> {
-        Fold::operands(self, f, ids)
+        let xs: Vec<Folded> = ids
+            .iter()
+            .map(|&id| self.get(id))
+            .collect::<Result<_, _>>()?;
+        let mut axes = vec![None; xs.first().map_or(0, |x| x.axes.len())];
+        for x in &xs {
+            for (u, h) in axes.iter_mut().zip(&x.axes) {
+                match (*u, *h) {
+                    (Some(a), Some(b)) if a != b => return Err(Stop::Unfoldable),
+                    (None, h) => *u = h,
+                    _ => {}
+                }
+            }
+        }
+        distinct(&axes)?;
+        let vals = xs
+            .iter()
+            .map(|x| self.materialize(f, x, &axes))
+            .collect::<Result<_, _>>()?;
+        Ok((vals, axes))
     }
 
     fn joined(v: Value, shape: Vec<usize>, axes: Vec<Option<usize>>) -> Folded {
@@ -329,9 +317,29 @@ impl Layout for Fold<'_> {
         plain(v, shape, axes)
     }
 
+    /// One `dot_general` of the whole operands: their free dims may hold grid axes (one
+    /// matmul of all row blocks by all column blocks).
+    fn dot_dims(
+        &self,
+        l: &Folded,
+        r: &Folded,
+        cl: usize,
+        cr: usize,
+    ) -> Result<(DotDims, Vec<usize>, Vec<Option<usize>>), Stop> {
+        let axes = vec![l.axes[1 - cl], r.axes[1 - cr]];
+        distinct(&axes)?;
+        let dims = DotDims {
+            lhs_batch: Vec::new(),
+            rhs_batch: Vec::new(),
+            lhs_contract: vec![cl],
+            rhs_contract: vec![cr],
+        };
+        Ok((dims, vec![0, 1], axes))
+    }
+
     fn rule(
         &mut self,
-        f: &mut FuncBuilder,
+        _f: &mut FuncBuilder,
         op: &Operation,
         ty: &dyn Fn() -> Result<TensorType, EmitError>,
         reduced: Option<(Folded, Value)>,
@@ -367,12 +375,6 @@ impl Layout for Fold<'_> {
                     axes: x.axes,
                 }
             }
-            OpKind::Dot {
-                lhs,
-                rhs,
-                transpose_lhs,
-                transpose_rhs,
-            } => self.dot(f, ty()?, *lhs, *rhs, *transpose_lhs, *transpose_rhs)?,
             OpKind::ProgramId { .. } => return Err(Stop::Unfoldable),
             _ => return Err(not_a_rule(op).into()),
         })
@@ -386,38 +388,6 @@ impl Fold<'_> {
         })?;
         self.vals.insert(*id, v);
         Ok(())
-    }
-
-    /// `dot` as one `dot_general` of the folded operands: their free dims may hold grid axes
-    /// (one matmul of all row blocks by all column blocks), contracted dims must not. Like
-    /// the other forms, operands are converted to the accumulator type first.
-    fn dot(
-        &self,
-        f: &mut FuncBuilder,
-        ty: TensorType,
-        lhs: ValueId,
-        rhs: ValueId,
-        tl: bool,
-        tr: bool,
-    ) -> Result<Folded, Stop> {
-        let (l, r) = (self.get(lhs)?, self.get(rhs)?);
-        let (cl, cr) = (usize::from(!tl), usize::from(tr));
-        if l.axes[cl].is_some() || r.axes[cr].is_some() {
-            return Err(Stop::Unfoldable);
-        }
-        let axes = vec![l.axes[1 - cl], r.axes[1 - cr]];
-        distinct(&axes)?;
-        let lv = self.materialize(f, &l, &l.axes)?;
-        let rv = self.materialize(f, &r, &r.axes)?;
-        let (lv, rv) = (f.convert(&lv, ty.dtype)?, f.convert(&rv, ty.dtype)?);
-        let dims = DotDims {
-            lhs_batch: Vec::new(),
-            rhs_batch: Vec::new(),
-            lhs_contract: vec![cl],
-            rhs_contract: vec![cr],
-        };
-        let out = f.dot_general(&lv, &rv, &dims, Precision::Highest)?;
-        Ok(plain(out, ty.shape, axes))
     }
 }
 

@@ -3,13 +3,14 @@
 //! the folded layout (`folded.rs`). Each op kind is translated here, once: a layout only says
 //! where its values keep the grid steps ([`Layout::within`] gives the dims an op works on, past
 //! any leading grid dims, and refuses where the steps would mix). The kinds whose StableHLO
-//! differs between the layouts (`program_id`, `broadcast`, `dot`, and the size-1 dims a
-//! `reduce` keeps) go to the layout's own rule for them ([`Layout::rule`]).
+//! differs between the layouts (`program_id`, `broadcast`, and the size-1 dims a `reduce`
+//! keeps) go to the layout's own rule for them ([`Layout::rule`]); `dot` asks the layout only
+//! for its dims ([`Layout::dot_dims`]).
 
 use super::error::EmitError;
 use crate::dtype::DType;
 use crate::ir::{Literal, OpKind, Operation, ValueId};
-use crate::stablehlo::{BuildError, FuncBuilder, TensorType, Value};
+use crate::stablehlo::{BuildError, DotDims, FuncBuilder, Precision, TensorType, Value};
 
 /// How translated values hold the IR values of all the grid steps they stand for.
 pub(super) trait Layout {
@@ -29,7 +30,7 @@ pub(super) trait Layout {
     fn with_base(x: Self::Val, v: Value) -> Self::Val;
     /// The values of `ids` laid out alike, and that layout.
     fn operands(
-        &mut self,
+        &self,
         f: &mut FuncBuilder,
         ids: &[ValueId],
     ) -> Result<(Vec<Value>, Self::Common), Self::Err>;
@@ -60,6 +61,15 @@ pub(super) trait Layout {
         shape: Vec<usize>,
         from: &[Option<usize>],
     ) -> Self::Val;
+    /// How `dot` contracts dim `cl` of `l` with dim `cr` of `r` (both of their
+    /// [`Layout::within`]): its dims, the transpose that lays its result out, and that layout.
+    fn dot_dims(
+        &self,
+        l: &Self::Val,
+        r: &Self::Val,
+        cl: usize,
+        cr: usize,
+    ) -> Result<(DotDims, Vec<usize>, Self::Common), Self::Err>;
     /// The layout's own rule for an op kind whose StableHLO it decides (the kinds
     /// [`translate`] hands it; for `reduce` with `keepdims`, `reduced` is the reduction
     /// without the size-1 dims, of `x`'s [`Layout::within`]).
@@ -215,9 +225,25 @@ pub(super) fn translate<L: Layout>(
             let from = identity(shape.len());
             l.steps_of(x, v, shape, &from)
         }
-        OpKind::ProgramId { .. } | OpKind::Broadcast { .. } | OpKind::Dot { .. } => {
-            l.rule(f, op, &ty, None)?
+        // `dot` accumulates in f32 (f64 for f64): operands are converted first, then
+        // contracted at full precision, so bf16 inputs give the f32 products the IR promises.
+        OpKind::Dot {
+            lhs,
+            rhs,
+            transpose_lhs,
+            transpose_rhs,
+        } => {
+            let acc = ty()?;
+            let (x, y) = (l.get(*lhs)?, l.get(*rhs)?);
+            let (cl, cr) = (usize::from(!*transpose_lhs), usize::from(*transpose_rhs));
+            let (xv, _) = l.within(f, &x, &[cl])?;
+            let (yv, _) = l.within(f, &y, &[cr])?;
+            let (xv, yv) = (f.convert(&xv, acc.dtype)?, f.convert(&yv, acc.dtype)?);
+            let (dims, perm, common) = l.dot_dims(&x, &y, cl, cr)?;
+            let out = f.dot_general(&xv, &yv, &dims, Precision::Highest)?;
+            L::joined(f.transpose(&out, &perm)?, acc.shape, common)
         }
+        OpKind::ProgramId { .. } | OpKind::Broadcast { .. } => l.rule(f, op, &ty, None)?,
         OpKind::Load { .. }
         | OpKind::Store { .. }
         | OpKind::LoadSlice { .. }
