@@ -21,7 +21,7 @@
 
 use super::checks::{has_dynamic_starts, Access, BoundsCheck, Checker};
 use super::error::EmitError;
-use super::translate::{grid_axis, not_a_rule, translate, Layout};
+use super::translate::{grid_axis, translate, Layout};
 use crate::dtype::DType;
 use crate::ir::discharge::{Discharged, Kind, Op, Region};
 use crate::ir::{Offset, OpKind, Operation, ValueId};
@@ -685,42 +685,46 @@ impl Layout for BodyEmitter<'_> {
         Ok((dims, perm, axes))
     }
 
-    fn rule(
-        &mut self,
-        f: &mut FuncBuilder,
-        op: &Operation,
-        ty: &dyn Fn() -> Result<TensorType, EmitError>,
-        reduced: Option<(Batched, Value)>,
-    ) -> Result<Batched, EmitError> {
-        Ok(match &op.kind {
-            OpKind::ProgramId { axis } => match self.program_ids.get(*axis) {
-                Some(Some(v)) => Batched::plain(v.clone()),
-                Some(None) => Batched {
-                    v: f.iota(TensorType::new([self.grid[*axis]], DType::I32), 0)?,
-                    axes: vec![*axis],
-                },
-                None => return Err(grid_axis(*axis)),
+    fn program_id(&mut self, f: &mut FuncBuilder, axis: usize) -> Result<Batched, EmitError> {
+        Ok(match self.program_ids.get(axis) {
+            Some(Some(v)) => Batched::plain(v.clone()),
+            Some(None) => Batched {
+                v: f.iota(TensorType::new([self.grid[axis]], DType::I32), 0)?,
+                axes: vec![axis],
             },
-            OpKind::Broadcast { x, dims } => {
-                let b = self.get(*x)?;
-                let nb = b.axes.len();
-                let shape = [self.extents(&b.axes), ty()?.shape].concat();
-                let all: Vec<usize> = (0..nb).chain(dims.iter().map(|d| d + nb)).collect();
-                let v = if b.v.shape() == shape.as_slice() {
-                    b.v
-                } else {
-                    f.broadcast_in_dim(&b.v, &shape, &all)?
-                };
-                Batched { v, axes: b.axes }
-            }
-            // The reduction kept its leading dims; the reduced ones come back as size 1.
-            OpKind::Reduce { .. } => {
-                let (x, v) = reduced.ok_or_else(|| not_a_rule(op))?;
-                let v = f.reshape(&v, &[self.extents(&x.axes), ty()?.shape].concat())?;
-                Batched { v, axes: x.axes }
-            }
-            _ => return Err(not_a_rule(op)),
+            None => return Err(grid_axis(axis)),
         })
+    }
+
+    fn broadcast(
+        &self,
+        f: &mut FuncBuilder,
+        b: Batched,
+        dims: &[usize],
+        shape: Vec<usize>,
+    ) -> Result<Batched, EmitError> {
+        let nb = b.axes.len();
+        let shape = [self.extents(&b.axes), shape].concat();
+        let all: Vec<usize> = (0..nb).chain(dims.iter().map(|d| d + nb)).collect();
+        let v = if b.v.shape() == shape.as_slice() {
+            b.v
+        } else {
+            f.broadcast_in_dim(&b.v, &shape, &all)?
+        };
+        Ok(Batched { v, axes: b.axes })
+    }
+
+    /// The reduction kept its leading dims; the reduced ones come back as size 1.
+    fn keep_reduced(
+        &self,
+        f: &mut FuncBuilder,
+        x: Batched,
+        v: Value,
+        _axes: &[usize],
+        shape: Vec<usize>,
+    ) -> Result<Batched, EmitError> {
+        let v = f.reshape(&v, &[self.extents(&x.axes), shape].concat())?;
+        Ok(Batched { v, axes: x.axes })
     }
 }
 

@@ -21,9 +21,9 @@
 use super::batched::{const_blocks, DimMap};
 use super::error::EmitError;
 use super::plan::Plan;
-use super::translate::{not_a_rule, translate, Layout};
+use super::translate::{translate, Layout};
 use crate::ir::discharge::{Discharged, Kind, Op};
-use crate::ir::{OpKind, Operation, ValueId};
+use crate::ir::ValueId;
 use crate::stablehlo::{BuildError, DotDims, FuncBuilder, Module, TensorType, Value};
 use std::collections::HashMap;
 
@@ -337,46 +337,51 @@ impl Layout for Fold<'_> {
         Ok((dims, vec![0, 1], axes))
     }
 
-    fn rule(
-        &mut self,
+    fn program_id(&mut self, _f: &mut FuncBuilder, _axis: usize) -> Result<Folded, Stop> {
+        Err(Stop::Unfoldable)
+    }
+
+    /// Symbolic: the base is broadcast where a use needs it.
+    fn broadcast(
+        &self,
         _f: &mut FuncBuilder,
-        op: &Operation,
-        ty: &dyn Fn() -> Result<TensorType, EmitError>,
-        reduced: Option<(Folded, Value)>,
+        x: Folded,
+        dims: &[usize],
+        shape: Vec<usize>,
     ) -> Result<Folded, Stop> {
-        Ok(match &op.kind {
-            OpKind::Broadcast { x, dims } => {
-                let (x, shape) = (self.get(*x)?, ty()?.shape);
-                let mut axes = vec![None; shape.len()];
-                for (i, &d) in dims.iter().enumerate() {
-                    if let Some(a) = x.axes[i] {
-                        // A folded dim of size 1 cannot stretch: its steps would interleave.
-                        if x.shape[i] != shape[d] {
-                            return Err(Stop::Unfoldable);
-                        }
-                        axes[d] = Some(a);
-                    }
+        let mut axes = vec![None; shape.len()];
+        for (i, &d) in dims.iter().enumerate() {
+            if let Some(a) = x.axes[i] {
+                // A folded dim of size 1 cannot stretch: its steps would interleave.
+                if x.shape[i] != shape[d] {
+                    return Err(Stop::Unfoldable);
                 }
-                Folded {
-                    base: x.base,
-                    dims: x.dims.iter().map(|&e| dims[e]).collect(),
-                    shape,
-                    axes,
-                }
+                axes[d] = Some(a);
             }
-            // The size-1 dims are a broadcast for later: no reshape to [.., 1].
-            OpKind::Reduce { axes, .. } => {
-                let (x, base) = reduced.ok_or_else(|| not_a_rule(op))?;
-                let dims = (0..x.shape.len()).filter(|d| !axes.contains(d)).collect();
-                Folded {
-                    base,
-                    dims,
-                    shape: ty()?.shape,
-                    axes: x.axes,
-                }
-            }
-            OpKind::ProgramId { .. } => return Err(Stop::Unfoldable),
-            _ => return Err(not_a_rule(op).into()),
+        }
+        Ok(Folded {
+            base: x.base,
+            dims: x.dims.iter().map(|&e| dims[e]).collect(),
+            shape,
+            axes,
+        })
+    }
+
+    /// The size-1 dims are a broadcast for later: no reshape to [.., 1].
+    fn keep_reduced(
+        &self,
+        _f: &mut FuncBuilder,
+        x: Folded,
+        base: Value,
+        axes: &[usize],
+        shape: Vec<usize>,
+    ) -> Result<Folded, Stop> {
+        let dims = (0..x.shape.len()).filter(|d| !axes.contains(d)).collect();
+        Ok(Folded {
+            base,
+            dims,
+            shape,
+            axes: x.axes,
         })
     }
 }

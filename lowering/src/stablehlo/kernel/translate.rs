@@ -4,8 +4,8 @@
 //! where its values keep the grid steps ([`Layout::within`] gives the dims an op works on, past
 //! any leading grid dims, and refuses where the steps would mix). The kinds whose StableHLO
 //! differs between the layouts (`program_id`, `broadcast`, and the size-1 dims a `reduce`
-//! keeps) go to the layout's own rule for them ([`Layout::rule`]); `dot` asks the layout only
-//! for its dims ([`Layout::dot_dims`]).
+//! keeps) are the layout's own methods; `dot` asks the layout only for its dims
+//! ([`Layout::dot_dims`]).
 
 use super::error::EmitError;
 use crate::dtype::DType;
@@ -44,8 +44,9 @@ pub(super) trait Layout {
     fn splat(v: Value, shape: Vec<usize>) -> Self::Val;
     /// A value the same in every step, as emitted (of its IR shape).
     fn same(v: Value) -> Self::Val;
-    /// The StableHLO value of `x` with `lead` leading dims, then its IR dims, none of `dims`
-    /// holding more than one step's elements; or where that cannot be.
+    /// The StableHLO value of `x` as `(v, lead)`: `lead` leading dims, then its IR dims, none
+    /// of `dims` holding more than one step's elements; an error where the layout cannot
+    /// keep that (the folded layout then gives way to leading dims).
     fn within(
         &self,
         f: &mut FuncBuilder,
@@ -70,15 +71,25 @@ pub(super) trait Layout {
         cl: usize,
         cr: usize,
     ) -> Result<(DotDims, Vec<usize>, Self::Common), Self::Err>;
-    /// The layout's own rule for an op kind whose StableHLO it decides (the kinds
-    /// [`translate`] hands it; for `reduce` with `keepdims`, `reduced` is the reduction
-    /// without the size-1 dims, of `x`'s [`Layout::within`]).
-    fn rule(
-        &mut self,
+    /// `program_id(axis)`: a scalar where the steps are looped over, else the steps' ids.
+    fn program_id(&mut self, f: &mut FuncBuilder, axis: usize) -> Result<Self::Val, Self::Err>;
+    /// `broadcast_in_dim` of `x` to IR shape `shape`, `dims` its dims' places.
+    fn broadcast(
+        &self,
         f: &mut FuncBuilder,
-        op: &Operation,
-        ty: &dyn Fn() -> Result<TensorType, EmitError>,
-        reduced: Option<(Self::Val, Value)>,
+        x: Self::Val,
+        dims: &[usize],
+        shape: Vec<usize>,
+    ) -> Result<Self::Val, Self::Err>;
+    /// A `reduce` of `x` over `axes` with `keepdims`: `v` is the reduction without the size-1
+    /// dims, of `x`'s [`Layout::within`]; `shape` the IR shape with them.
+    fn keep_reduced(
+        &self,
+        f: &mut FuncBuilder,
+        x: Self::Val,
+        v: Value,
+        axes: &[usize],
+        shape: Vec<usize>,
     ) -> Result<Self::Val, Self::Err>;
 }
 
@@ -210,7 +221,7 @@ pub(super) fn translate<L: Layout>(
             let shifted: Vec<usize> = axes.iter().map(|a| a + lead).collect();
             let v = f.reduce_kind(&v, r.info().stablehlo, &shifted, false)?;
             if *keepdims {
-                l.rule(f, op, &ty, Some((x, v)))?
+                l.keep_reduced(f, x, v, axes, ty()?.shape)?
             } else {
                 let from: Vec<_> = (0..rank).filter(|d| !axes.contains(d)).map(Some).collect();
                 l.steps_of(x, v, ty()?.shape, &from)
@@ -243,7 +254,11 @@ pub(super) fn translate<L: Layout>(
             let out = f.dot_general(&xv, &yv, &dims, Precision::Highest)?;
             L::joined(f.transpose(&out, &perm)?, acc.shape, common)
         }
-        OpKind::ProgramId { .. } | OpKind::Broadcast { .. } => l.rule(f, op, &ty, None)?,
+        OpKind::ProgramId { axis } => l.program_id(f, *axis)?,
+        OpKind::Broadcast { x, dims } => {
+            let x = l.get(*x)?;
+            l.broadcast(f, x, dims, ty()?.shape)?
+        }
         OpKind::Load { .. }
         | OpKind::Store { .. }
         | OpKind::LoadSlice { .. }
@@ -274,14 +289,6 @@ pub(super) fn translate<L: Layout>(
 
 fn identity(rank: usize) -> Vec<Option<usize>> {
     (0..rank).map(Some).collect()
-}
-
-/// The error of a layout rule handed an op kind [`translate`] keeps.
-pub(super) fn not_a_rule(op: &Operation) -> EmitError {
-    EmitError::internal(format!(
-        "`{}` has no layout rule: the shared translator handles it",
-        op.kind.name()
-    ))
 }
 
 pub(super) fn grid_axis(axis: usize) -> EmitError {
