@@ -1,5 +1,7 @@
 //! Translates discharged kernel IR (`ir::discharge`: refs are SSA versions) into StableHLO
-//! ops, op by op. One translator serves both forms.
+//! ops, op by op, for the grid loop and the batched form: ref versions, regions and bounds
+//! checks here, each traced op by the translator the folded layout shares (`translate.rs`),
+//! with this layout's rules for where a value keeps its grid steps.
 //!
 //! In the grid loop every IR value is one tensor. In the batched form (this is `vmap` over the
 //! grid) a value that differs between grid steps carries a leading dim per grid axis it
@@ -19,17 +21,18 @@
 
 use super::checks::{has_dynamic_starts, Access, BoundsCheck, Checker};
 use super::error::EmitError;
+use super::translate::{grid_axis, translate, Layout};
 use crate::dtype::DType;
 use crate::ir::discharge::{Discharged, Kind, Op, Region};
-use crate::ir::{Literal, Offset, OpKind, Operation, ValueId};
-use crate::stablehlo::{BinaryOp, DotDims, FuncBuilder, Precision, TensorType, Value};
+use crate::ir::{Offset, OpKind, Operation, ValueId};
+use crate::stablehlo::{BinaryOp, DotDims, FuncBuilder, TensorType, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
 /// A translated value: `v` has one leading dim per grid axis in `axes` (sorted), then the
 /// IR value's own dims.
 #[derive(Clone, Debug)]
-struct Batched {
+pub(super) struct Batched {
     v: Value,
     axes: Vec<usize>,
 }
@@ -188,13 +191,6 @@ impl<'a> BodyEmitter<'a> {
         self.lift(f, &self.get(last)?, &self.all_axes())
     }
 
-    fn get(&self, id: ValueId) -> Result<Batched, EmitError> {
-        self.vals
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| EmitError::internal(format!("IR value {id} has no StableHLO value")))
-    }
-
     fn all_axes(&self) -> Vec<usize> {
         self.batch_axes.clone()
     }
@@ -224,29 +220,6 @@ impl<'a> BodyEmitter<'a> {
         Ok(f.broadcast_in_dim(&b.v, &shape, &dims)?)
     }
 
-    /// The values of `ids`, broadcast to the union of their axes; and that union.
-    fn operands(
-        &mut self,
-        f: &mut FuncBuilder,
-        ids: &[ValueId],
-    ) -> Result<(Vec<Value>, Vec<usize>), EmitError> {
-        let bs: Vec<Batched> = ids
-            .iter()
-            .map(|&id| self.get(id))
-            .collect::<Result<_, _>>()?;
-        let axes: Vec<usize> = bs
-            .iter()
-            .flat_map(|b| b.axes.iter().copied())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let vals = bs
-            .iter()
-            .map(|b| self.lift(f, b, &axes))
-            .collect::<Result<_, _>>()?;
-        Ok((vals, axes))
-    }
-
     /// The function's ops.
     pub(super) fn emit_body(&mut self, f: &mut FuncBuilder) -> Result<(), EmitError> {
         self.emit_ops(f, &self.func.body.ops)
@@ -265,16 +238,17 @@ impl<'a> BodyEmitter<'a> {
 
     fn emit_op(&mut self, f: &mut FuncBuilder, vop: &Op) -> Result<(), EmitError> {
         let op = vop.origin;
-        let ty = vop
+        let result_ty = vop
             .results
             .first()
             .map(|r| TensorType::new(self.func.ty(*r).shape().to_vec(), self.func.ty(*r).dtype()));
         let ty = || {
-            ty.clone()
+            result_ty
+                .clone()
                 .ok_or_else(|| EmitError::internal(format!("`{}` has no result", op.kind.name())))
         };
         let result = match &vop.kind {
-            Kind::Traced => self.emit_traced(f, op, ty)?,
+            Kind::Traced => translate(self, f, op, result_ty.clone())?,
             Kind::Alias(x) => self.get(*x)?,
             Kind::Zeros => Batched::plain(f.full(ty()?, 0.0)?),
             Kind::Window { x, starts, sizes } => self.read_window(f, op, *x, starts, sizes)?,
@@ -300,239 +274,6 @@ impl<'a> BodyEmitter<'a> {
             .ok_or_else(|| EmitError::internal(format!("`{}` has no result", op.kind.name())))?;
         self.vals.insert(*id, result);
         Ok(())
-    }
-
-    /// An op as traced (no refs, no regions).
-    fn emit_traced(
-        &mut self,
-        f: &mut FuncBuilder,
-        op: &Operation,
-        ty: impl Fn() -> Result<TensorType, EmitError>,
-    ) -> Result<Batched, EmitError> {
-        Ok(match &op.kind {
-            OpKind::Constant { value } => Batched::plain(match *value {
-                Literal::Int(i) if !ty()?.dtype.is_float() => f.full_int(ty()?, i.into())?,
-                v => f.full(ty()?, v.as_f64())?,
-            }),
-            OpKind::ProgramId { axis } => match self.program_ids.get(*axis) {
-                Some(Some(v)) => Batched::plain(v.clone()),
-                Some(None) => Batched {
-                    v: f.iota(TensorType::new([self.grid[*axis]], DType::I32), 0)?,
-                    axes: vec![*axis],
-                },
-                None => return Err(grid_axis(*axis)),
-            },
-            OpKind::NumPrograms { axis } => {
-                let n = *self.grid.get(*axis).ok_or_else(|| grid_axis(*axis))?;
-                Batched::plain(f.scalar(DType::I32, n as f64)?)
-            }
-            OpKind::Load { .. }
-            | OpKind::Store { .. }
-            | OpKind::LoadSlice { .. }
-            | OpKind::LoadElement { .. }
-            | OpKind::StoreSlice { .. }
-            | OpKind::StoreElement { .. }
-            | OpKind::DmaStart(_)
-            | OpKind::DmaWait(_)
-            | OpKind::RunScoped { .. }
-            | OpKind::If { .. }
-            | OpKind::Fori { .. }
-            | OpKind::While { .. } => {
-                return Err(EmitError::internal(format!(
-                    "{} reached the translator: ir::discharge rewrites it first",
-                    op.kind.name()
-                )))
-            }
-            OpKind::StoreMasked { .. }
-            | OpKind::PrngSeed { .. }
-            | OpKind::PrngRandomBits { .. } => {
-                return Err(EmitError::internal(format!(
-                    "{} reached the translator: desugar.rs rewrites it first",
-                    op.kind.name()
-                )))
-            }
-            OpKind::Unary { op: u, x } => {
-                let b = self.get(*x)?;
-                Batched {
-                    v: f.unary(u.info().stablehlo, &b.v)?,
-                    axes: b.axes,
-                }
-            }
-            OpKind::Cast { x } => {
-                let b = self.get(*x)?;
-                Batched {
-                    v: f.convert(&b.v, ty()?.dtype)?,
-                    axes: b.axes,
-                }
-            }
-            // A promise for libtpu's alignment proofs: the value itself.
-            OpKind::AssumeMultiple { x, .. } => self.get(*x)?,
-            OpKind::Bitcast { x } => {
-                let b = self.get(*x)?;
-                Batched {
-                    v: f.bitcast_packed(&b.v, ty()?.dtype)?,
-                    axes: b.axes,
-                }
-            }
-            OpKind::Slice { x, starts, strides } => {
-                let b = self.get(*x)?;
-                let nb = b.axes.len();
-                let extents = self.extents(&b.axes);
-                let sizes = ty()?.shape;
-                let start = [vec![0; nb], starts.clone()].concat();
-                let stride = [vec![1; nb], strides.clone()].concat();
-                let limit = [
-                    extents,
-                    (0..sizes.len())
-                        .map(|d| starts[d] + strides[d] * (sizes[d] - 1) + 1)
-                        .collect(),
-                ]
-                .concat();
-                Batched {
-                    v: f.slice(&b.v, &start, &limit, &stride)?,
-                    axes: b.axes,
-                }
-            }
-            OpKind::Binary { op: b, lhs, rhs } => {
-                let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
-                Batched {
-                    v: f.binary(b.info().stablehlo, &v[0], &v[1])?,
-                    axes,
-                }
-            }
-            OpKind::Compare { op: c, lhs, rhs } => {
-                let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
-                Batched {
-                    v: f.compare(c.info().stablehlo, &v[0], &v[1])?,
-                    axes,
-                }
-            }
-            OpKind::Select {
-                cond,
-                on_true,
-                on_false,
-            } => {
-                let (v, axes) = self.operands(f, &[*cond, *on_true, *on_false])?;
-                Batched {
-                    v: f.select(&v[0], &v[1], &v[2])?,
-                    axes,
-                }
-            }
-            OpKind::Iota { dim } => Batched::plain(f.iota(ty()?, *dim)?),
-            OpKind::Broadcast { x, dims } => {
-                let b = self.get(*x)?;
-                let nb = b.axes.len();
-                let shape = [self.extents(&b.axes), ty()?.shape].concat();
-                let all: Vec<usize> = (0..nb).chain(dims.iter().map(|d| d + nb)).collect();
-                let v = if b.v.shape() == shape.as_slice() {
-                    b.v
-                } else {
-                    f.broadcast_in_dim(&b.v, &shape, &all)?
-                };
-                Batched { v, axes: b.axes }
-            }
-            OpKind::Reshape { x } => {
-                let b = self.get(*x)?;
-                let v = f.reshape(&b.v, &[self.extents(&b.axes), ty()?.shape].concat())?;
-                Batched { v, axes: b.axes }
-            }
-            OpKind::Transpose { x, perm } => {
-                let b = self.get(*x)?;
-                let nb = b.axes.len();
-                let all: Vec<usize> = (0..nb).chain(perm.iter().map(|p| p + nb)).collect();
-                Batched {
-                    v: f.transpose(&b.v, &all)?,
-                    axes: b.axes,
-                }
-            }
-            OpKind::Reduce {
-                op: r,
-                x,
-                axes,
-                keepdims,
-            } => {
-                let b = self.get(*x)?;
-                let shifted: Vec<usize> = axes.iter().map(|a| a + b.axes.len()).collect();
-                Batched {
-                    v: f.reduce_kind(&b.v, r.info().stablehlo, &shifted, *keepdims)?,
-                    axes: b.axes,
-                }
-            }
-            OpKind::Scan { op: r, x, axis } => {
-                let b = self.get(*x)?;
-                Batched {
-                    v: f.scan_kind(&b.v, r.info().stablehlo, axis + b.axes.len())?,
-                    axes: b.axes,
-                }
-            }
-            OpKind::Dot {
-                lhs,
-                rhs,
-                transpose_lhs,
-                transpose_rhs,
-            } => self.dot(f, ty()?.dtype, *lhs, *rhs, *transpose_lhs, *transpose_rhs)?,
-        })
-    }
-
-    /// `dot` accumulates in f32 (f64 for f64): operands are converted first, then contracted
-    /// at full precision, so bf16 inputs give the f32 products the IR promises. Axes both
-    /// operands carry are batch dims; an axis only one carries is a free dim of that side.
-    fn dot(
-        &mut self,
-        f: &mut FuncBuilder,
-        acc: DType,
-        lhs: ValueId,
-        rhs: ValueId,
-        tl: bool,
-        tr: bool,
-    ) -> Result<Batched, EmitError> {
-        let (l, r) = (self.get(lhs)?, self.get(rhs)?);
-        let (lv, rv) = (f.convert(&l.v, acc)?, f.convert(&r.v, acc)?);
-        let shared: Vec<usize> = l
-            .axes
-            .iter()
-            .filter(|a| r.axes.contains(a))
-            .copied()
-            .collect();
-        let pos = |axes: &[usize], a: &usize| axes.iter().position(|x| x == a).unwrap_or(0);
-        let (nl, nr) = (l.axes.len(), r.axes.len());
-        let dims = DotDims {
-            lhs_batch: shared.iter().map(|a| pos(&l.axes, a)).collect(),
-            rhs_batch: shared.iter().map(|a| pos(&r.axes, a)).collect(),
-            lhs_contract: vec![nl + usize::from(!tl)],
-            rhs_contract: vec![nr + usize::from(tr)],
-        };
-        let out = f.dot_general(&lv, &rv, &dims, Precision::Highest)?;
-        // dot_general's dims: shared axes, lhs-only axes, m, rhs-only axes, n.
-        let l_only = l.axes.iter().filter(|a| !shared.contains(a));
-        let r_only: Vec<usize> = r
-            .axes
-            .iter()
-            .filter(|a| !shared.contains(a))
-            .copied()
-            .collect();
-        let mut labels: Vec<Option<usize>> =
-            shared.iter().chain(l_only).map(|&a| Some(a)).collect();
-        let m_at = labels.len();
-        labels.push(None);
-        labels.extend(r_only.iter().map(|&a| Some(a)));
-        let axes: Vec<usize> = l
-            .axes
-            .iter()
-            .chain(&r.axes)
-            .copied()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let perm: Vec<usize> = axes
-            .iter()
-            .map(|a| labels.iter().position(|x| *x == Some(*a)).unwrap_or(0))
-            .chain([m_at, labels.len()])
-            .collect();
-        Ok(Batched {
-            v: f.transpose(&out, &perm)?,
-            axes,
-        })
     }
 
     /// A static or dynamic window of a ref version; the axes' dims are read whole.
@@ -804,6 +545,189 @@ impl<'a> BodyEmitter<'a> {
     }
 }
 
+/// The grid steps in leading dims, one per grid axis a value depends on.
+impl Layout for BodyEmitter<'_> {
+    type Val = Batched;
+    type Common = Vec<usize>;
+    type Err = EmitError;
+
+    fn get(&self, id: ValueId) -> Result<Batched, EmitError> {
+        self.vals
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| EmitError::internal(format!("IR value {id} has no StableHLO value")))
+    }
+
+    fn ir_shape(&self, id: ValueId) -> Vec<usize> {
+        self.func.ty(id).shape().to_vec()
+    }
+
+    fn grid(&self) -> &[usize] {
+        &self.grid
+    }
+
+    fn base(x: &Batched) -> &Value {
+        &x.v
+    }
+
+    fn with_base(x: Batched, v: Value) -> Batched {
+        Batched { v, axes: x.axes }
+    }
+
+    /// The values of `ids`, broadcast to the union of their axes; and that union.
+    fn operands(
+        &self,
+        f: &mut FuncBuilder,
+        ids: &[ValueId],
+    ) -> Result<(Vec<Value>, Vec<usize>), EmitError> {
+        let bs: Vec<Batched> = ids
+            .iter()
+            .map(|&id| self.get(id))
+            .collect::<Result<_, _>>()?;
+        let axes: Vec<usize> = bs
+            .iter()
+            .flat_map(|b| b.axes.iter().copied())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let vals = bs
+            .iter()
+            .map(|b| self.lift(f, b, &axes))
+            .collect::<Result<_, _>>()?;
+        Ok((vals, axes))
+    }
+
+    fn joined(v: Value, _shape: Vec<usize>, axes: Vec<usize>) -> Batched {
+        Batched { v, axes }
+    }
+
+    fn splat_type(ty: &TensorType) -> TensorType {
+        ty.clone()
+    }
+
+    fn splat(v: Value, _shape: Vec<usize>) -> Batched {
+        Batched::plain(v)
+    }
+
+    fn same(v: Value) -> Batched {
+        Batched::plain(v)
+    }
+
+    /// The leading dims hold the steps: every IR dim is one step's.
+    fn within(
+        &self,
+        _f: &mut FuncBuilder,
+        x: &Batched,
+        _dims: &[usize],
+    ) -> Result<(Value, usize), EmitError> {
+        Ok((x.v.clone(), x.axes.len()))
+    }
+
+    fn steps_of(
+        &self,
+        x: Batched,
+        v: Value,
+        _shape: Vec<usize>,
+        _from: &[Option<usize>],
+    ) -> Batched {
+        Batched { v, axes: x.axes }
+    }
+
+    /// Axes both operands carry are batch dims; an axis only one carries is a free dim of
+    /// that side.
+    fn dot_dims(
+        &self,
+        l: &Batched,
+        r: &Batched,
+        cl: usize,
+        cr: usize,
+    ) -> Result<(DotDims, Vec<usize>, Vec<usize>), EmitError> {
+        let shared: Vec<usize> = l
+            .axes
+            .iter()
+            .filter(|a| r.axes.contains(a))
+            .copied()
+            .collect();
+        let pos = |axes: &[usize], a: &usize| axes.iter().position(|x| x == a).unwrap_or(0);
+        let (nl, nr) = (l.axes.len(), r.axes.len());
+        let dims = DotDims {
+            lhs_batch: shared.iter().map(|a| pos(&l.axes, a)).collect(),
+            rhs_batch: shared.iter().map(|a| pos(&r.axes, a)).collect(),
+            lhs_contract: vec![nl + cl],
+            rhs_contract: vec![nr + cr],
+        };
+        // dot_general's dims: shared axes, lhs-only axes, m, rhs-only axes, n.
+        let l_only = l.axes.iter().filter(|a| !shared.contains(a));
+        let r_only: Vec<usize> = r
+            .axes
+            .iter()
+            .filter(|a| !shared.contains(a))
+            .copied()
+            .collect();
+        let mut labels: Vec<Option<usize>> =
+            shared.iter().chain(l_only).map(|&a| Some(a)).collect();
+        let m_at = labels.len();
+        labels.push(None);
+        labels.extend(r_only.iter().map(|&a| Some(a)));
+        let axes: Vec<usize> = l
+            .axes
+            .iter()
+            .chain(&r.axes)
+            .copied()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let perm: Vec<usize> = axes
+            .iter()
+            .map(|a| labels.iter().position(|x| *x == Some(*a)).unwrap_or(0))
+            .chain([m_at, labels.len()])
+            .collect();
+        Ok((dims, perm, axes))
+    }
+
+    fn program_id(&mut self, f: &mut FuncBuilder, axis: usize) -> Result<Batched, EmitError> {
+        Ok(match self.program_ids.get(axis) {
+            Some(Some(v)) => Batched::plain(v.clone()),
+            Some(None) => Batched {
+                v: f.iota(TensorType::new([self.grid[axis]], DType::I32), 0)?,
+                axes: vec![axis],
+            },
+            None => return Err(grid_axis(axis)),
+        })
+    }
+
+    fn broadcast(
+        &self,
+        f: &mut FuncBuilder,
+        b: Batched,
+        dims: &[usize],
+        shape: Vec<usize>,
+    ) -> Result<Batched, EmitError> {
+        let nb = b.axes.len();
+        let shape = [self.extents(&b.axes), shape].concat();
+        let all: Vec<usize> = (0..nb).chain(dims.iter().map(|d| d + nb)).collect();
+        let v = if b.v.shape() == shape.as_slice() {
+            b.v
+        } else {
+            f.broadcast_in_dim(&b.v, &shape, &all)?
+        };
+        Ok(Batched { v, axes: b.axes })
+    }
+
+    /// The reduction kept its leading dims; the reduced ones come back as size 1.
+    fn keep_reduced(
+        &self,
+        f: &mut FuncBuilder,
+        x: Batched,
+        v: Value,
+        _axes: &[usize],
+        shape: Vec<usize>,
+    ) -> Result<Batched, EmitError> {
+        let v = f.reshape(&v, &[self.extents(&x.axes), shape].concat())?;
+        Ok(Batched { v, axes: x.axes })
+    }
+}
+
 fn static_starts(starts: &[Offset]) -> Option<Vec<usize>> {
     starts
         .iter()
@@ -815,8 +739,4 @@ fn static_starts(starts: &[Offset]) -> Option<Vec<usize>> {
             }
         })
         .collect()
-}
-
-pub(super) fn grid_axis(axis: usize) -> EmitError {
-    EmitError::internal(format!("grid axis {axis} does not exist"))
 }

@@ -5,8 +5,9 @@
 //! grid dims, i.e. the program one would write by hand (the same ops on rank-3
 //! `[steps, rows, cols]` blocks measured ~0.85x of it on the XLA CPU plugin).
 //!
-//! It translates the discharged body (`ir::discharge`): a ref version never written is the
-//! zeros outputs and scratch start as.
+//! It translates the discharged body (`ir::discharge`) with the shared translator
+//! (`translate.rs`), giving it this layout's rules; a ref version never written is the zeros
+//! outputs and scratch start as.
 //!
 //! Legal when no op can tell steps apart or mix them: elementwise ops, casts, broadcasts that
 //! do not stretch a folded dim, transposes, reductions and `dot` contractions over dims that
@@ -18,13 +19,12 @@
 //! leading-grid-dims layout instead.
 
 use super::batched::{const_blocks, DimMap};
-use super::body::grid_axis;
 use super::error::EmitError;
 use super::plan::Plan;
-use crate::dtype::DType;
+use super::translate::{translate, Layout};
 use crate::ir::discharge::{Discharged, Kind, Op};
-use crate::ir::{Literal, OpKind, ValueId};
-use crate::stablehlo::{BuildError, DotDims, FuncBuilder, Module, Precision, TensorType, Value};
+use crate::ir::ValueId;
+use crate::stablehlo::{BuildError, DotDims, FuncBuilder, Module, TensorType, Value};
 use std::collections::HashMap;
 
 /// An IR value for all steps: `broadcast_in_dim(base, dims)` to the IR value's own `shape`
@@ -32,7 +32,7 @@ use std::collections::HashMap;
 /// symbolic until a use needs it, so a row statistic or a splat constant is broadcast
 /// straight to the shape it meets.
 #[derive(Clone, Debug)]
-struct Folded {
+pub(super) struct Folded {
     base: Value,
     /// The dim of the value that each dim of `base` stands for.
     dims: Vec<usize>,
@@ -41,7 +41,7 @@ struct Folded {
 }
 
 /// Why folding stopped.
-enum Stop {
+pub(super) enum Stop {
     /// This launch cannot be folded (not an error: the other layout applies).
     Unfoldable,
     Failed(EmitError),
@@ -148,12 +148,6 @@ impl Fold<'_> {
             .collect()
     }
 
-    fn get(&self, id: ValueId) -> Result<Folded, Stop> {
-        self.vals.get(&id).cloned().ok_or_else(|| {
-            EmitError::internal(format!("IR value {id} has no StableHLO value")).into()
-        })
-    }
-
     /// A ref version; a ref param's first one, unless an input, holds zeros (outputs and
     /// scratch start so), emitted where it is read.
     fn version(&self, f: &mut FuncBuilder, id: ValueId) -> Result<Folded, Stop> {
@@ -209,6 +203,57 @@ impl Fold<'_> {
         Ok(f.reshape(&copies, &target)?)
     }
 
+    fn op(&mut self, f: &mut FuncBuilder, vop: &Op) -> Result<(), Stop> {
+        let op = vop.origin;
+        match &vop.kind {
+            Kind::Traced => {}
+            Kind::Alias(x) => {
+                let v = self.version(f, *x)?;
+                return self.bind(vop, v);
+            }
+            Kind::Zeros
+            | Kind::Window { .. }
+            | Kind::Element { .. }
+            | Kind::Update { .. }
+            | Kind::If { .. }
+            | Kind::Fori { .. }
+            | Kind::While { .. } => return Err(Stop::Unfoldable),
+        }
+        let ty = op.results.first().map(|r| self.func.ty(*r));
+        let ty = ty.map(|t| TensorType::new(t.shape().to_vec(), t.dtype()));
+        let result = translate(self, f, op, ty)?;
+        self.bind(vop, result)
+    }
+}
+
+/// The grid steps side by side within the IR dims, block index major.
+impl Layout for Fold<'_> {
+    type Val = Folded;
+    type Common = Vec<Option<usize>>;
+    type Err = Stop;
+
+    fn get(&self, id: ValueId) -> Result<Folded, Stop> {
+        self.vals.get(&id).cloned().ok_or_else(|| {
+            EmitError::internal(format!("IR value {id} has no StableHLO value")).into()
+        })
+    }
+
+    fn ir_shape(&self, id: ValueId) -> Vec<usize> {
+        self.func.ty(id).shape().to_vec()
+    }
+
+    fn grid(&self) -> &[usize] {
+        self.grid
+    }
+
+    fn base(x: &Folded) -> &Value {
+        &x.base
+    }
+
+    fn with_base(x: Folded, base: Value) -> Folded {
+        Folded { base, ..x }
+    }
+
     /// The values of `ids` laid out with the union of their axes; and that union.
     fn operands(
         &self,
@@ -237,269 +282,117 @@ impl Fold<'_> {
         Ok((vals, axes))
     }
 
-    fn op(&mut self, f: &mut FuncBuilder, vop: &Op) -> Result<(), Stop> {
-        let op = vop.origin;
-        match &vop.kind {
-            Kind::Traced => {}
-            Kind::Alias(x) => {
-                let v = self.version(f, *x)?;
-                return self.bind(vop, v);
-            }
-            Kind::Zeros
-            | Kind::Window { .. }
-            | Kind::Element { .. }
-            | Kind::Update { .. }
-            | Kind::If { .. }
-            | Kind::Fori { .. }
-            | Kind::While { .. } => return Err(Stop::Unfoldable),
-        }
-        let func = self.func;
-        let ty = op.results.first().map(|r| func.ty(*r));
-        let ty = || {
-            ty.map(|t| TensorType::new(t.shape().to_vec(), t.dtype()))
-                .ok_or_else(|| {
-                    Stop::from(EmitError::internal(format!(
-                        "`{}` has no result",
-                        op.kind.name()
-                    )))
-                })
-        };
-        let result = match &op.kind {
-            OpKind::Constant { value } => {
-                let t = ty()?;
-                let scalar = TensorType::scalar(t.dtype);
-                let base = match *value {
-                    Literal::Int(i) if !t.dtype.is_float() => f.full_int(scalar, i.into())?,
-                    v => f.full(scalar, v.as_f64())?,
-                };
-                splat(base, t.shape)
-            }
-            OpKind::NumPrograms { axis } => {
-                let n = *self.grid.get(*axis).ok_or_else(|| grid_axis(*axis))?;
-                splat(f.scalar(DType::I32, n as f64)?, Vec::new())
-            }
-            // Elementwise on one operand: applied to the base, the broadcast stays symbolic.
-            OpKind::Unary { op: u, x } => {
-                let x = self.get(*x)?;
-                Folded {
-                    base: f.unary(u.info().stablehlo, &x.base)?,
-                    ..x
-                }
-            }
-            OpKind::Cast { x } => {
-                let x = self.get(*x)?;
-                Folded {
-                    base: f.convert(&x.base, ty()?.dtype)?,
-                    ..x
-                }
-            }
-            OpKind::AssumeMultiple { x, .. } => self.get(*x)?,
-            OpKind::Bitcast { x } => {
-                let (x, t) = (self.get(*x)?, ty()?);
-                if x.shape == t.shape {
-                    Folded {
-                        base: f.bitcast_convert(&x.base, t.dtype)?,
-                        ..x
-                    }
-                } else {
-                    // Packing pairs rows within a block (its rows divide by the packing), so
-                    // the whole folded array packs the same way, each step's rows in place.
-                    let v = self.materialize(f, &x, &x.axes)?;
-                    plain(f.bitcast_packed(&v, t.dtype)?, t.shape, x.axes)
-                }
-            }
-            OpKind::Slice { x, starts, strides } => {
-                let (x, sizes) = (self.get(*x)?, ty()?.shape);
-                // A dim holding grid steps must be taken whole (each step's block is then
-                // sliced alike); a window of it would cut the whole array, not each block.
-                let whole = |d: usize| starts[d] == 0 && strides[d] == 1 && sizes[d] == x.shape[d];
-                if (0..sizes.len()).any(|d| x.axes[d].is_some() && !whole(d)) {
-                    return Err(Stop::Unfoldable);
-                }
-                let v = self.materialize(f, &x, &x.axes)?;
-                let limit: Vec<usize> = (0..sizes.len())
-                    .map(|d| match x.axes[d] {
-                        Some(_) => v.shape()[d],
-                        None => starts[d] + strides[d] * (sizes[d] - 1) + 1,
-                    })
-                    .collect();
-                plain(f.slice(&v, starts, &limit, strides)?, sizes, x.axes)
-            }
-            OpKind::Binary { op: b, lhs, rhs } => {
-                let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
-                plain(
-                    f.binary(b.info().stablehlo, &v[0], &v[1])?,
-                    ty()?.shape,
-                    axes,
-                )
-            }
-            OpKind::Compare { op: c, lhs, rhs } => {
-                let (v, axes) = self.operands(f, &[*lhs, *rhs])?;
-                plain(
-                    f.compare(c.info().stablehlo, &v[0], &v[1])?,
-                    ty()?.shape,
-                    axes,
-                )
-            }
-            OpKind::Select {
-                cond,
-                on_true,
-                on_false,
-            } => {
-                let (v, axes) = self.operands(f, &[*cond, *on_true, *on_false])?;
-                plain(f.select(&v[0], &v[1], &v[2])?, ty()?.shape, axes)
-            }
-            OpKind::Iota { dim } => {
-                let t = ty()?;
-                let axes = vec![None; t.rank()];
-                plain(f.iota(t.clone(), *dim)?, t.shape, axes)
-            }
-            OpKind::Broadcast { x, dims } => {
-                let (x, shape) = (self.get(*x)?, ty()?.shape);
-                let mut axes = vec![None; shape.len()];
-                for (i, &d) in dims.iter().enumerate() {
-                    if let Some(a) = x.axes[i] {
-                        // A folded dim of size 1 cannot stretch: its steps would interleave.
-                        if x.shape[i] != shape[d] {
-                            return Err(Stop::Unfoldable);
-                        }
-                        axes[d] = Some(a);
-                    }
-                }
-                Folded {
-                    base: x.base,
-                    dims: x.dims.iter().map(|&e| dims[e]).collect(),
-                    shape,
-                    axes,
-                }
-            }
-            OpKind::Reshape { x } => {
-                let x = self.get(*x)?;
-                if x.axes.iter().any(Option::is_some) {
-                    return Err(Stop::Unfoldable);
-                }
-                let v = self.materialize(f, &x, &x.axes)?;
-                let shape = ty()?.shape;
-                let axes = vec![None; shape.len()];
-                plain(f.reshape(&v, &shape)?, shape, axes)
-            }
-            OpKind::Transpose { x, perm } => {
-                let x = self.get(*x)?;
-                let v = self.materialize(f, &x, &x.axes)?;
-                let axes = perm.iter().map(|&p| x.axes[p]).collect();
-                plain(f.transpose(&v, perm)?, ty()?.shape, axes)
-            }
-            OpKind::Reduce {
-                op: r,
-                x,
-                axes: reduced,
-                keepdims,
-            } => {
-                let x = self.get(*x)?;
-                if reduced.iter().any(|&d| x.axes[d].is_some()) {
-                    return Err(Stop::Unfoldable);
-                }
-                let v = self.materialize(f, &x, &x.axes)?;
-                let r = f.reduce_kind(&v, r.info().stablehlo, reduced, false)?;
-                let kept: Vec<usize> = (0..x.shape.len())
-                    .filter(|d| !reduced.contains(d))
-                    .collect();
-                if *keepdims {
-                    // The size-1 dims are a broadcast for later: no reshape to [.., 1].
-                    Folded {
-                        base: r,
-                        dims: kept,
-                        shape: ty()?.shape,
-                        axes: x.axes,
-                    }
-                } else {
-                    let axes = kept.iter().map(|&d| x.axes[d]).collect();
-                    plain(r, ty()?.shape, axes)
-                }
-            }
-            // A scan along a dim that holds no grid axis stays within each step's block.
-            OpKind::Scan { op: r, x, axis } => {
-                let x = self.get(*x)?;
-                if x.axes[*axis].is_some() {
-                    return Err(Stop::Unfoldable);
-                }
-                let v = self.materialize(f, &x, &x.axes)?;
-                plain(
-                    f.scan_kind(&v, r.info().stablehlo, *axis)?,
-                    ty()?.shape,
-                    x.axes,
-                )
-            }
-            OpKind::Dot {
-                lhs,
-                rhs,
-                transpose_lhs,
-                transpose_rhs,
-            } => self.dot(f, ty()?, *lhs, *rhs, *transpose_lhs, *transpose_rhs)?,
-            OpKind::ProgramId { .. } => return Err(Stop::Unfoldable),
-            OpKind::Load { .. }
-            | OpKind::Store { .. }
-            | OpKind::LoadSlice { .. }
-            | OpKind::StoreSlice { .. }
-            | OpKind::LoadElement { .. }
-            | OpKind::StoreElement { .. }
-            | OpKind::If { .. }
-            | OpKind::Fori { .. }
-            | OpKind::While { .. }
-            | OpKind::RunScoped { .. }
-            | OpKind::DmaStart(_)
-            | OpKind::DmaWait(_)
-            | OpKind::StoreMasked { .. }
-            | OpKind::PrngSeed { .. }
-            | OpKind::PrngRandomBits { .. } => {
-                return Err(EmitError::internal(format!(
-                    "{} reached the folded layout: ir::discharge and desugar.rs rewrite it first",
-                    op.kind.name()
-                ))
-                .into())
-            }
-        };
-        self.bind(vop, result)
+    fn joined(v: Value, shape: Vec<usize>, axes: Vec<Option<usize>>) -> Folded {
+        plain(v, shape, axes)
     }
 
-    fn bind(&mut self, vop: &Op, v: Folded) -> Result<(), Stop> {
-        let id = vop.results.first().ok_or_else(|| {
-            EmitError::internal(format!("`{}` has no result", vop.origin.kind.name()))
-        })?;
-        self.vals.insert(*id, v);
-        Ok(())
+    fn splat_type(ty: &TensorType) -> TensorType {
+        TensorType::scalar(ty.dtype)
     }
 
-    /// `dot` as one `dot_general` of the folded operands: their free dims may hold grid axes
-    /// (one matmul of all row blocks by all column blocks), contracted dims must not. Like
-    /// the other forms, operands are converted to the accumulator type first.
-    fn dot(
+    fn splat(v: Value, shape: Vec<usize>) -> Folded {
+        splat(v, shape)
+    }
+
+    fn same(v: Value) -> Folded {
+        let axes = vec![None; v.rank()];
+        plain(v.clone(), v.shape().to_vec(), axes)
+    }
+
+    /// `x` materialized; a dim of `dims` holding steps would mix them.
+    fn within(
         &self,
         f: &mut FuncBuilder,
-        ty: TensorType,
-        lhs: ValueId,
-        rhs: ValueId,
-        tl: bool,
-        tr: bool,
-    ) -> Result<Folded, Stop> {
-        let (l, r) = (self.get(lhs)?, self.get(rhs)?);
-        let (cl, cr) = (usize::from(!tl), usize::from(tr));
-        if l.axes[cl].is_some() || r.axes[cr].is_some() {
+        x: &Folded,
+        dims: &[usize],
+    ) -> Result<(Value, usize), Stop> {
+        if dims.iter().any(|&d| x.axes[d].is_some()) {
             return Err(Stop::Unfoldable);
         }
+        Ok((self.materialize(f, x, &x.axes)?, 0))
+    }
+
+    fn steps_of(&self, x: Folded, v: Value, shape: Vec<usize>, from: &[Option<usize>]) -> Folded {
+        let axes = from.iter().map(|d| d.and_then(|d| x.axes[d])).collect();
+        plain(v, shape, axes)
+    }
+
+    /// One `dot_general` of the whole operands: their free dims may hold grid axes (one
+    /// matmul of all row blocks by all column blocks).
+    fn dot_dims(
+        &self,
+        l: &Folded,
+        r: &Folded,
+        cl: usize,
+        cr: usize,
+    ) -> Result<(DotDims, Vec<usize>, Vec<Option<usize>>), Stop> {
         let axes = vec![l.axes[1 - cl], r.axes[1 - cr]];
         distinct(&axes)?;
-        let lv = self.materialize(f, &l, &l.axes)?;
-        let rv = self.materialize(f, &r, &r.axes)?;
-        let (lv, rv) = (f.convert(&lv, ty.dtype)?, f.convert(&rv, ty.dtype)?);
         let dims = DotDims {
             lhs_batch: Vec::new(),
             rhs_batch: Vec::new(),
             lhs_contract: vec![cl],
             rhs_contract: vec![cr],
         };
-        let out = f.dot_general(&lv, &rv, &dims, Precision::Highest)?;
-        Ok(plain(out, ty.shape, axes))
+        Ok((dims, vec![0, 1], axes))
+    }
+
+    fn program_id(&mut self, _f: &mut FuncBuilder, _axis: usize) -> Result<Folded, Stop> {
+        Err(Stop::Unfoldable)
+    }
+
+    /// Symbolic: the base is broadcast where a use needs it.
+    fn broadcast(
+        &self,
+        _f: &mut FuncBuilder,
+        x: Folded,
+        dims: &[usize],
+        shape: Vec<usize>,
+    ) -> Result<Folded, Stop> {
+        let mut axes = vec![None; shape.len()];
+        for (i, &d) in dims.iter().enumerate() {
+            if let Some(a) = x.axes[i] {
+                // A folded dim of size 1 cannot stretch: its steps would interleave.
+                if x.shape[i] != shape[d] {
+                    return Err(Stop::Unfoldable);
+                }
+                axes[d] = Some(a);
+            }
+        }
+        Ok(Folded {
+            base: x.base,
+            dims: x.dims.iter().map(|&e| dims[e]).collect(),
+            shape,
+            axes,
+        })
+    }
+
+    /// The size-1 dims are a broadcast for later: no reshape to [.., 1].
+    fn keep_reduced(
+        &self,
+        _f: &mut FuncBuilder,
+        x: Folded,
+        base: Value,
+        axes: &[usize],
+        shape: Vec<usize>,
+    ) -> Result<Folded, Stop> {
+        let dims = (0..x.shape.len()).filter(|d| !axes.contains(d)).collect();
+        Ok(Folded {
+            base,
+            dims,
+            shape,
+            axes: x.axes,
+        })
+    }
+}
+
+impl Fold<'_> {
+    fn bind(&mut self, vop: &Op, v: Folded) -> Result<(), Stop> {
+        let id = vop.results.first().ok_or_else(|| {
+            EmitError::internal(format!("`{}` has no result", vop.origin.kind.name()))
+        })?;
+        self.vals.insert(*id, v);
+        Ok(())
     }
 }
 

@@ -15,8 +15,10 @@
 //!   and writes it out on the last is one whole-array `dot_general`.
 //!
 //! Every form reads the body with its refs discharged (`ir::discharge`): ref contents are SSA
-//! values there, so no translator keeps ref state of its own. `snapshot.rs` lets a change
-//! to any of them be compared byte for byte with the tree before it.
+//! values there, so no translator keeps ref state of its own. Each traced op kind is translated
+//! once (`translate.rs`) for every layout of the grid steps: leading grid dims (`body.rs`) or
+//! folded into the IR dims (`folded.rs`). `snapshot.rs` lets a change to any of them be
+//! compared byte for byte with the tree before it.
 //!
 //! [`Form::Auto`] picks the accumulator contraction where the pattern holds, else the grid
 //! loop for grids with `arbitrary` axes (the batched form with its `while` measured ~0.5x of
@@ -38,6 +40,7 @@ mod grid_loop;
 mod padded;
 mod plan;
 mod snapshot;
+mod translate;
 
 pub use checks::{Access, BoundsCheck};
 pub use error::EmitError;
