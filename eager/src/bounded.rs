@@ -1,11 +1,13 @@
-//! The eager runtime's caches (lowered ops, fused programs) keep at most
-//! [`cache_capacity`] entries each, least recently used out first. Each entry holds a compiled
+//! The eager runtime's caches (lowered ops, fused programs), and the Python bridge's kernel
+//! executables, keep at most [`cache_capacity`] entries each, least recently used out first. Each entry holds a compiled
 //! executable, and an XLA CPU executable keeps ~3 memory mappings for as long as it lives: a
 //! process that kept a program for every shape it ever ran reached `vm.max_map_count`
 //! (65,530) after a few hundred zoo models, and XLA's compiler then failed ("Failed to
 //! materialize symbols") or the process crashed.
 
 use lru::LruCache;
+use std::borrow::Borrow;
+use std::hash::Hash;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -27,19 +29,20 @@ pub fn cache_capacity() -> usize {
     CAPACITY.load(Ordering::Relaxed)
 }
 
-/// A structurally keyed cache of at most [`cache_capacity`] entries.
-pub(crate) struct Bounded<V> {
-    map: OnceLock<Mutex<LruCache<Vec<u64>, V>>>,
+/// A cache of at most [`cache_capacity`] entries, least recently used out first: the eager
+/// runtime's (keyed structurally, `Vec<u64>`) and the Python bridge's kernel executables.
+pub struct Bounded<K, V> {
+    map: OnceLock<Mutex<LruCache<K, V>>>,
 }
 
-impl<V: Clone> Bounded<V> {
-    pub(crate) const fn new() -> Self {
+impl<K: Hash + Eq, V: Clone> Bounded<K, V> {
+    pub const fn new() -> Self {
         Bounded {
             map: OnceLock::new(),
         }
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut LruCache<Vec<u64>, V>) -> R) -> R {
+    fn with<R>(&self, f: impl FnOnce(&mut LruCache<K, V>) -> R) -> R {
         let cap = NonZeroUsize::new(cache_capacity()).unwrap_or(NonZeroUsize::MIN);
         let map = self.map.get_or_init(|| Mutex::new(LruCache::new(cap)));
         let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
@@ -49,16 +52,25 @@ impl<V: Clone> Bounded<V> {
         f(&mut map)
     }
 
-    pub(crate) fn get(&self, key: &[u64]) -> Option<V> {
+    pub fn get<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         self.with(|m| m.get(key).cloned())
     }
 
     /// The entry under `key`: the one already there, else `value`, inserted.
-    pub(crate) fn get_or_insert(&self, key: Vec<u64>, value: V) -> V {
+    pub fn get_or_insert(&self, key: K, value: V) -> V {
         self.with(|m| m.get_or_insert(key, || value).clone())
     }
 
-    pub(crate) fn insert(&self, key: Vec<u64>, value: V) {
+    pub fn insert(&self, key: K, value: V) {
         self.with(|m| m.put(key, value));
+    }
+}
+
+impl<K: Hash + Eq, V: Clone> Default for Bounded<K, V> {
+    fn default() -> Self {
+        Self::new()
     }
 }

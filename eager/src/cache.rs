@@ -190,7 +190,7 @@ pub(crate) fn push_type(k: &mut Vec<u64>, t: &TensorType) {
 }
 
 /// Lowered ops by structural key.
-static ENTRIES: Bounded<Arc<OpEntry>> = Bounded::new();
+static ENTRIES: Bounded<Vec<u64>, Arc<OpEntry>> = Bounded::new();
 
 /// The cached entry for `key`, or `None` (then [`build_entry`] makes it).
 pub(crate) fn lookup(key: &[u64]) -> Option<Arc<OpEntry>> {

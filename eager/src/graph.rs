@@ -75,7 +75,7 @@ type FusedRun = (
 );
 
 /// Fused programs by structural key.
-static FUSED: Bounded<Arc<Fused>> = Bounded::new();
+static FUSED: Bounded<Vec<u64>, Arc<Fused>> = Bounded::new();
 
 impl Graph {
     pub fn new() -> Graph {

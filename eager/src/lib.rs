@@ -41,7 +41,7 @@ mod tensor;
 mod view;
 pub mod workloads;
 
-pub use bounded::{cache_capacity, set_cache_capacity, DEFAULT_CACHE_CAPACITY};
+pub use bounded::{cache_capacity, set_cache_capacity, Bounded, DEFAULT_CACHE_CAPACITY};
 pub use compiled::{compile, CompiledFn};
 pub use error::{EagerError, Result};
 pub use methods::{add_out, first_tensor};

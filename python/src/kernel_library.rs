@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
-use tessera_eager::ProgramOp;
+use tessera_eager::{Bounded, ProgramOp};
 use tessera_lowering::DType;
 use tessera_runtime::{CompileOptions, Executable};
 
@@ -78,7 +78,8 @@ impl Lowered {
     }
 }
 
-static LOWERED: LazyLock<Mutex<HashMap<Key, Arc<Lowered>>>> = LazyLock::new(Default::default);
+/// Bounded as the eager runtime's caches are (a lowered kernel keeps its executable).
+static LOWERED: Bounded<Key, Arc<Lowered>> = Bounded::new();
 
 fn library(path: &str) -> PyResult<Arc<Library>> {
     let mut libs = LIBRARIES.lock().unwrap_or_else(|e| e.into_inner());
@@ -143,8 +144,8 @@ pub fn library_kernels(py: Python<'_>, path: &str) -> PyResult<Vec<Py<PyDict>>> 
 
 fn lowered(path: &str, name: &str, signature: &[(DType, Vec<usize>)]) -> PyResult<Arc<Lowered>> {
     let key = (path.to_string(), name.to_string(), signature.to_vec());
-    if let Some(l) = LOWERED.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return Ok(l.clone());
+    if let Some(l) = LOWERED.get(&key) {
+        return Ok(l);
     }
     let lib = library(path)?;
     let sig: Vec<Value> = signature
@@ -171,11 +172,7 @@ fn lowered(path: &str, name: &str, signature: &[(DType, Vec<usize>)]) -> PyResul
         exe: OnceLock::new(),
         op: OnceLock::new(),
     });
-    LOWERED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, l.clone());
-    Ok(l)
+    Ok(LOWERED.get_or_insert(key, l))
 }
 
 /// A library kernel's executable for inputs of `signature`.

@@ -6,9 +6,8 @@ use crate::eager::EagerTensor;
 use crate::{device, dlpack, ArgumentError, DeviceError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
-use tessera_eager::ProgramOp;
+use std::sync::Arc;
+use tessera_eager::{Bounded, ProgramOp};
 use tessera_kernels::ShippedKernel;
 use tessera_lowering::kernel::ParamRole;
 use tessera_lowering::stablehlo::Form;
@@ -103,9 +102,9 @@ pub fn kernel_launch_config(
 
 /// Compiled kernels by (kernel, input signature): a cached call neither re-traces the launch
 /// nor re-emits and hashes StableHLO text (a trace + emit costs ~0.1-1 ms; see the note of #14).
+/// Bounded as the eager runtime's caches are (each executable holds memory mappings).
 type Key = (&'static str, Vec<(DType, Vec<usize>)>);
-static EXECUTABLES: LazyLock<Mutex<HashMap<Key, Arc<Executable>>>> =
-    LazyLock::new(Default::default);
+static EXECUTABLES: Bounded<Key, Arc<Executable>> = Bounded::new();
 
 fn executable(
     kernel: &'static ShippedKernel,
@@ -113,21 +112,13 @@ fn executable(
     dev: &Device,
 ) -> PyResult<Arc<Executable>> {
     let key = (kernel.name, signature.to_vec());
-    if let Some(c) = EXECUTABLES
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&key)
-    {
-        return Ok(c.clone());
+    if let Some(c) = EXECUTABLES.get(&key) {
+        return Ok(c);
     }
     let program = trace(kernel, signature, Some(dev))?;
     let exe = tessera_runtime::compile_program(&program, dev, Form::Auto)
         .map_err(|e| DeviceError::new_err(format!("kernel `{}`: {e}", kernel.name)))?;
-    EXECUTABLES
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, exe.clone());
-    Ok(exe)
+    Ok(EXECUTABLES.get_or_insert(key, exe))
 }
 
 /// The executable of a shipped kernel (`library` None) or of a library kernel, for inputs of
@@ -272,30 +263,20 @@ pub fn kernel_run_eager(
         )));
     }
     let key = (kernel.name, signature);
-    let cached = PROGRAM_OPS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&key)
-        .cloned();
-    let op = match cached {
+    let op = match PROGRAM_OPS.get(&key) {
         Some(op) => op,
         None => {
             let program = trace(kernel, &key.1, Some(dev))?;
             let text = tessera_runtime::program_module(&program, dev, Form::Auto)
                 .map_err(|e| DeviceError::new_err(format!("kernel `{name}`: {e}")))?;
-            let op = program_op(name, text)?;
-            PROGRAM_OPS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key, op.clone());
-            op
+            PROGRAM_OPS.get_or_insert(key, program_op(name, text)?)
         }
     };
     call_eager(py, &op, &tensors)
 }
 
 /// Kernels as eager ops by (kernel, input signature).
-static PROGRAM_OPS: LazyLock<Mutex<HashMap<Key, ProgramOp>>> = LazyLock::new(Default::default);
+static PROGRAM_OPS: Bounded<Key, ProgramOp> = Bounded::new();
 
 /// A kernel's module as an op of the eager runtime, named `kernel \`name\`` in errors.
 pub fn program_op(name: &str, module: String) -> PyResult<ProgramOp> {
