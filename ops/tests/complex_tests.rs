@@ -361,3 +361,47 @@ fn refusals_of_complex_are_clear() {
         "{e}"
     );
 }
+
+#[test]
+fn sum_of_complex_tensors_adds_both_parts() {
+    let (x, xv) = ct(DType::C64, &[3, 4], &cdraws(12, 18));
+    let got = run(
+        "sum.dim_IntList",
+        vec![x.clone(), ints(&[0]), ArgValue::Bool(false)],
+        vec![],
+    )
+    .unwrap();
+    let want: Vec<C> = (0..4)
+        .map(|j| {
+            (0..3).fold((0.0, 0.0), |acc, i| {
+                (acc.0 + xv[i * 4 + j].0, acc.1 + xv[i * 4 + j].1)
+            })
+        })
+        .collect();
+    cclose(&cvalues(&got[0]), &want, TOL32);
+    let got = one("sum", vec![x]);
+    let total = xv
+        .iter()
+        .fold((0.0, 0.0), |acc, a| (acc.0 + a.0, acc.1 + a.1));
+    cclose(&cvalues(&got), &[total], TOL32);
+}
+
+#[test]
+fn sgn_of_complex_is_the_unit_direction_and_zero_at_zero() {
+    let mut v = cdraws(5, 19);
+    v.push((0.0, 0.0));
+    let (x, xv) = ct(DType::C64, &[6], &v);
+    let got = one("sgn", vec![x]);
+    let want: Vec<C> = xv
+        .iter()
+        .map(|a| {
+            let m = a.0.hypot(a.1);
+            if m == 0.0 {
+                (0.0, 0.0)
+            } else {
+                (a.0 / m, a.1 / m)
+            }
+        })
+        .collect();
+    cclose(&cvalues(&got), &want, TOL32);
+}

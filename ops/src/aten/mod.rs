@@ -32,6 +32,7 @@ pub fn all() -> impl Iterator<Item = &'static Lowering> {
         complex::LOWERINGS,
         pointwise::COMPLEX_LOWERINGS,
         shape::COMPLEX_LOWERINGS,
+        reduction::COMPLEX_LOWERINGS,
     ]
     .into_iter()
     .flatten()

@@ -398,7 +398,24 @@ def _leaves(v):
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
 
+# The `.Tensor` overload of arithmetic `.Scalar` overloads, for a Python complex number (the
+# eager runtime's scalars are real): the number goes as a 0-d complex CPU tensor, which
+# promotes as a wrapped number does (`x * 1j` in the backward of `torch.polar`).
+_COMPLEX_SCALAR_AS_TENSOR = {
+    aten.add.Scalar: aten.add.Tensor,
+    aten.add_.Scalar: aten.add_.Tensor,
+    aten.sub.Scalar: aten.sub.Tensor,
+    aten.sub_.Scalar: aten.sub_.Tensor,
+    aten.mul.Scalar: aten.mul.Tensor,
+    aten.mul_.Scalar: aten.mul_.Tensor,
+    aten.div.Scalar: aten.div.Tensor,
+    aten.div_.Scalar: aten.div_.Tensor,
+}
+
+
 def _run(func, sch, args, kwargs):
+    if len(args) > 1 and type(args[1]) is complex and func in _COMPLEX_SCALAR_AS_TENSOR:
+        return _COMPLEX_SCALAR_AS_TENSOR[func](args[0], torch.tensor(args[1]), *args[2:], **kwargs)
     if sch.outs:
         _check_out_shapes(func, sch, args, kwargs)
     nargs = [_native_arg(a) for a in args]

@@ -194,7 +194,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("isclose", special::isclose),
     ("clip", compare::clamp),
     ("clip.Tensor", compare::clamp_tensor),
-    ("sgn", math::sign),
     ("floor_divide", arith::floor_divide),
     ("floor_divide.Scalar", arith::floor_divide),
     // misc
@@ -205,7 +204,7 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
 ];
 
 /// The lowerings that also take complex tensors (c64, c128): arithmetic, `abs` (the modulus,
-/// real), `exp`, and the copies and casts (complex to real keeps the real part, as PyTorch's
+/// real), `sgn` (`x / |x|`), `exp`, and the copies and casts (complex to real keeps the real part, as PyTorch's
 /// casts do). The rounding modes of `div` refuse complex as PyTorch's kernels do.
 pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("add.Tensor", |cx, a| arith::add_sub(cx, a, false)),
@@ -224,6 +223,7 @@ pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("rsub.Scalar", arith::rsub),
     ("neg", arith::neg),
     ("abs", math::abs),
+    ("sgn", math::sgn),
     ("exp", |cx, a| math::float_unary(cx, a, UnaryOp::Exponential)),
     ("fill.Scalar", misc::fill),
     ("copy", misc::copy),
