@@ -405,3 +405,29 @@ fn sgn_of_complex_is_the_unit_direction_and_zero_at_zero() {
         .collect();
     cclose(&cvalues(&got), &want, TOL32);
 }
+
+#[test]
+fn conj_where_and_scalar_tensor_of_complex() {
+    let (x, xv) = ct(DType::C64, &[4], &cdraws(4, 20));
+    // `_conj` (a view with the conjugate bit in PyTorch) is the conjugate's values.
+    let got = one("_conj", vec![x.clone()]);
+    let want: Vec<C> = xv.iter().map(|a| (a.0, -a.1)).collect();
+    assert_eq!(cvalues(&got), want);
+    let z = run(
+        "scalar_tensor",
+        vec![ArgValue::Float(2.5)],
+        vec![("dtype", ArgValue::DType(DType::C64))],
+    )
+    .unwrap();
+    assert_eq!(cvalues(&z[0]), vec![(2.5, 0.0)]);
+    let cond = HostTensor::from_f64(DType::Bool, vec![4], &[1.0, 0.0, 0.0, 1.0]);
+    let zero = HostTensor::from_complex(DType::C64, vec![], &[(0.0, 0.0)]);
+    let got = one(
+        "where.self",
+        vec![ArgValue::Tensor(cond), ArgValue::Tensor(zero), x],
+    );
+    let want: Vec<C> = (0..4)
+        .map(|i| if i == 0 || i == 3 { (0.0, 0.0) } else { xv[i] })
+        .collect();
+    assert_eq!(cvalues(&got), want);
+}

@@ -101,7 +101,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("clamp.Tensor", compare::clamp_tensor),
     ("clamp_min", compare::clamp_min),
     ("clamp_max", compare::clamp_max),
-    ("where.self", compare::where_self),
     ("logical_and", |cx, a| compare::logical(cx, a, BinaryOp::And)),
     ("logical_or", |cx, a| compare::logical(cx, a, BinaryOp::Or)),
     ("logical_xor", |cx, a| compare::logical(cx, a, BinaryOp::Xor)),
@@ -199,13 +198,13 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     // misc
     ("masked_fill.Scalar", misc::masked_fill),
     ("masked_fill.Tensor", misc::masked_fill),
-    ("scalar_tensor", misc::scalar_tensor),
     ("_local_scalar_dense", misc::local_scalar_dense),
 ];
 
 /// The lowerings that also take complex tensors (c64, c128): arithmetic, `abs` (the modulus,
-/// real), `sgn` (`x / |x|`), `exp`, and the copies and casts (complex to real keeps the real part, as PyTorch's
-/// casts do). The rounding modes of `div` refuse complex as PyTorch's kernels do.
+/// real), `sgn` (`x / |x|`), `exp`, `where`, and the copies and casts (complex to real keeps
+/// the real part, as PyTorch's casts do). The rounding modes of `div` refuse complex as
+/// PyTorch's kernels do.
 pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("add.Tensor", |cx, a| arith::add_sub(cx, a, false)),
     ("add.Scalar", |cx, a| arith::add_sub(cx, a, false)),
@@ -229,4 +228,6 @@ pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("copy", misc::copy),
     ("clone", misc::identity),
     ("_to_copy", misc::to_copy),
+    ("scalar_tensor", misc::scalar_tensor),
+    ("where.self", compare::where_self),
 ];
