@@ -252,6 +252,10 @@ class _Program:
             # tensor, with the `.Tensor` overload (the eager runtime's scalars are real).
             target = _COMPLEX_SCALAR_AS_TENSOR[target]
             args = (args[0], torch.tensor(args[1]), *args[2:])
+        if target is torch.ops.aten._conj.default:
+            # PyTorch's conjugate view (complex backward formulas call it): the conjugate's
+            # values, as on the device (a program's values are not views).
+            target = torch.ops.aten.conj_physical.default
         name = _overload_name(target)
         try:
             outs = _native.eager_call(name, [_native_arg(a) for a in args],

@@ -1,5 +1,6 @@
 //! Complex numbers: `view_as_real`, `view_as_complex`, `complex`, `polar`, `conj_physical`
-//! and `_conj`, on StableHLO's `complex`, `real` and `imag` (complex arithmetic, casts, views
+//! (which the device and the compile backend run for `_conj`, PyTorch's conjugate view), on
+//! StableHLO's `complex`, `real` and `imag` (complex arithmetic, casts, views
 //! and joins are the complex paths of the pointwise, shape and reduction families' lowerings;
 //! the FFTs are in [`super::fft`]).
 //!
@@ -25,9 +26,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![complex:
     ("complex", complex),
     ("polar", polar),
     ("conj_physical", conj_physical),
-    // A view with the conjugate bit in PyTorch (what `torch.conj` and complex backward
-    // formulas call); a value here: the conjugate.
-    ("_conj", conj_physical),
 ];
 
 /// `view_as_real(self)`: a complex tensor's parts along a new last dim of 2 (real, imag).
