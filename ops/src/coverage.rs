@@ -184,7 +184,26 @@ pub static DTYPE_REFUSALS: &[DtypeRefusal] = &[
         dtypes: &["int64", "int32", "int16", "int8", "uint8"],
         reason: "integer gradients: PyTorch's CPU kernel converts the 2/N factor of a mean to the integer type (truncating it to 0 for N > 2); refused rather than reproduced",
     },
+    DtypeRefusal {
+        op: "complex",
+        dtypes: &["float16"],
+        reason: COMPLEX32,
+    },
+    DtypeRefusal {
+        op: "polar",
+        dtypes: &["float16"],
+        reason: COMPLEX32,
+    },
+    DtypeRefusal {
+        op: "view_as_complex",
+        dtypes: &["float16"],
+        reason: COMPLEX32,
+    },
 ];
+
+/// Why f16 parts are refused where PyTorch makes complex32 of them.
+const COMPLEX32: &str =
+    "the result would be complex32 (f16 parts), which StableHLO has no element type for";
 
 /// The table merged with `sweep`.
 pub fn coverage(sweep: &Sweep) -> Coverage {

@@ -17,7 +17,7 @@ from collections import Counter
 import torch
 
 from . import _native
-from .device.dispatch import KERNEL_OPS, _count_fallback
+from .device.dispatch import _COMPLEX_SCALAR_AS_TENSOR, KERNEL_OPS, _count_fallback
 from .device.tensor import _contiguous_strides, _ref_meta, _Storage, _value_of_meta, _wrap
 from .device.dispatch import _native_arg as _device_arg
 from .ops import _DTYPES, _TORCH_DTYPES
@@ -247,6 +247,15 @@ class _Program:
         kernel = KERNEL_OPS.get(target)
         if kernel is not None:
             return _kernel_call(target, *kernel, args, kwargs)
+        if len(args) > 1 and type(args[1]) is complex and target in _COMPLEX_SCALAR_AS_TENSOR:
+            # A Python complex number (`grad * 1j` in torch.polar's backward): as a 0-d complex
+            # tensor, with the `.Tensor` overload (the eager runtime's scalars are real).
+            target = _COMPLEX_SCALAR_AS_TENSOR[target]
+            args = (args[0], torch.tensor(args[1]), *args[2:])
+        if target is torch.ops.aten._conj.default:
+            # PyTorch's conjugate view (complex backward formulas call it): the conjugate's
+            # values, as on the device (a program's values are not views).
+            target = torch.ops.aten.conj_physical.default
         name = _overload_name(target)
         try:
             outs = _native.eager_call(name, [_native_arg(a) for a in args],

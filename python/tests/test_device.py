@@ -233,8 +233,9 @@ def test_fallback_warns_once_and_counts():
 def test_bad_input_errors():
     x = torch.randn(3, 3)
     d = x.to("tpu")
-    with pytest.raises(TypeError, match="complex"):
-        torch.randn(2, dtype=torch.complex64).to("tpu")
+    with pytest.raises(TypeError, match="complex32"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "ComplexHalf support is experimental"
+        torch.zeros(2, dtype=torch.complex32).to("tpu")
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         d + x
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
@@ -472,3 +473,82 @@ def test_a_0d_tensor_formats_as_its_number_like_torch():
         assert f"expert_{d}" == f"expert_{x}"
     assert f"{tt.to_device(torch.tensor(1.0 / 3)):.3f}" == "0.333"
     assert f"{tt.to_device(torch.ones(2))}".startswith("tensor([1., 1.], device='tpu:0'")
+
+
+def rotary(x, freqs):
+    """Llama 4's rotary embedding: pairs of x as complex numbers times the frequencies."""
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(xc * freqs).flatten(-2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_complex64_tensors_on_the_device(mode):
+    # complex64 within rtol=1e-5, atol=1e-5 of torch CPU (elementwise; the FFT of 5x6 points
+    # within atol=1e-4: XLA's FFT sums in another order).
+    td.set_mode(mode)
+    g = torch.Generator().manual_seed(13)
+    x = torch.randn(2, 3, 4, 8, generator=g)
+    theta = torch.randn(4, 4, generator=g)
+    freqs = torch.polar(torch.ones(4, 4), theta).unsqueeze(0) * 0.5
+    dfreqs = torch.polar(torch.ones(4, 4).to("tpu"), theta.to("tpu")).unsqueeze(0) * 0.5
+    assert dfreqs.dtype == torch.complex64 and dfreqs.device.type == "tpu"
+    close(dfreqs, freqs)
+    close(rotary(x.to("tpu"), dfreqs), rotary(x, freqs))
+    c = torch.complex(x[..., 0], x[..., 1])
+    dc = c.to("tpu")
+    torch.testing.assert_close(dc.cpu(), c, rtol=0, atol=0)  # upload and download are exact
+    close(dc * dc - dc / (dc + 3), c * c - c / (c + 3))
+    close(dc.abs(), c.abs())
+    close(torch.conj(dc), torch.conj(c).resolve_conj())
+    close(dc.exp(), c.exp())
+    close(dc.to(torch.float32), c.real)  # torch warns that the imaginary part is dropped
+    # FNet's Fourier mixing: fftn of a real tensor (made complex, then `_fft_c2c`), real part.
+    r = torch.randn(2, 5, 6, generator=g)
+    close(torch.fft.fftn(r.to("tpu"), dim=(1, 2)).real, torch.fft.fftn(r, dim=(1, 2)).real, atol=1e-4)
+    close(torch.fft.ifft(dc, dim=-1), torch.fft.ifft(c, dim=-1))
+    assert td.metrics()["fallbacks"] == {}
+
+
+def test_gradients_through_complex_ops_on_the_device():
+    # Backward of the rotary embedding and of torch.polar (`grad * 1j`, complex sums, `sgn`)
+    # runs on the device, within rtol=1e-5, atol=1e-5 of torch CPU.
+    g = torch.Generator().manual_seed(15)
+    x, theta = torch.randn(2, 3, 4, 8, generator=g), torch.randn(4, 4, generator=g)
+
+    def loss(x, theta):
+        freqs = torch.polar(torch.ones_like(theta), theta)
+        return (rotary(x, freqs) ** 2).sum() + (torch.fft.fftn(x, dim=(1, 2)).abs()).sum()
+
+    want = [t.clone().requires_grad_() for t in (x, theta)]
+    loss(*want).backward()
+    got = [t.to("tpu").requires_grad_() for t in (x, theta)]
+    td.reset_metrics()
+    loss(*got).backward()
+    for a, b in zip(got, want):
+        close(a.grad, b.grad, atol=1e-4)
+    assert td.metrics()["fallbacks"] == {}
+
+
+def test_complex_views_across_dtypes_are_copies():
+    # `view_as_real` / `view_as_complex` alias storage in torch; a device storage holds one
+    # element type, so on the device they are copies: a write to one is not seen in the other.
+    c = torch.complex(torch.ones(3), torch.zeros(3)).to("tpu")
+    r = torch.view_as_real(c)
+    r.mul_(2)
+    torch.testing.assert_close(r.cpu(), torch.tensor([[2.0, 0.0]] * 3))
+    torch.testing.assert_close(c.cpu(), torch.ones(3, dtype=torch.complex64))
+
+
+def test_a_real_only_op_refuses_complex_and_falls_back():
+    # `sin` lowers real tensors only: on complex it runs on torch CPU, warned and counted.
+    c = torch.complex(torch.randn(4), torch.randn(4))
+    td.reset_metrics()
+    tt.reset_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.sin(c.to("tpu"))
+    close(got, torch.sin(c))
+    msgs = [str(w.message) for w in caught if "runs on torch CPU" in str(w.message)]
+    assert len(msgs) == 1 and "complex tensors (c64) are not supported" in msgs[0], msgs
+    assert td.metrics()["fallbacks"] == {"sin": 1}
+

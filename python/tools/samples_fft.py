@@ -1,6 +1,7 @@
-"""Generated samples: the FFT primitives `_fft_r2c` / `_fft_c2r`, beyond what the torch.fft
-OpInfos reach (any dim order, more than three dims, every normalization, full spectra,
-odd and even lengths, a c2r input holding the full n entries)."""
+"""Generated samples: the FFT primitives `_fft_r2c` / `_fft_c2r` / `_fft_c2c`, beyond what the
+torch.fft OpInfos reach (any dim order, more than three dims, every normalization, full
+spectra, odd and even lengths, a c2r input holding the full n entries, forward and inverse
+c2c)."""
 
 import torch
 
@@ -40,7 +41,24 @@ def _c2r():
     return out
 
 
+def _c2c():
+    g = torch.Generator().manual_seed(2)
+    out = []
+    for dtype in (torch.complex64, torch.complex128):
+        z = torch.randn(3, 4, 5, generator=g, dtype=dtype)
+        for forward in (True, False):
+            out += [
+                ((z, [2], 0, forward), {}),
+                ((z, [0, 2], 1, forward), {}),
+                ((z, [2, 1, 0], 2, forward), {}),
+            ]
+        w = torch.randn(2, 2, 3, 2, 3, generator=g, dtype=dtype)
+        out += [((w, [0, 1, 2, 3, 4], 1, True), {}), ((w, [4, 0, 3, 1], 2, False), {})]
+    return out
+
+
 GENERATED = {
     "_fft_r2c": _r2c,
     "_fft_c2r": _c2r,
+    "_fft_c2c": _c2c,
 }

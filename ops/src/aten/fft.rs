@@ -1,5 +1,7 @@
 //! Discrete Fourier transforms: the Core ATen `_fft_r2c` and `_fft_c2r` (every `torch.fft`
-//! function on real input or output reaches one of them) on `stablehlo.fft`.
+//! function on real input or output reaches one of them), and `_fft_c2c` (complex to complex:
+//! `fft`/`ifft`/`fftn` of complex input, and of real input that PyTorch makes complex first
+//! when the full spectrum is asked for), on `stablehlo.fft`.
 //!
 //! `stablehlo.fft` transforms the trailing 1 to 3 dims, so the `dim` list is moved to the end
 //! (at most three at a time) and back. PyTorch's conventions (aten/src/ATen/native/
@@ -14,6 +16,8 @@
 //!   then a 1-D complex-to-real one over the last (`last_dim_size` points, reading the first
 //!   `last_dim_size/2 + 1` entries), as PyTorch does (so non-Hermitian inputs give its
 //!   results: the imaginary parts of the zero and Nyquist frequencies are ignored).
+//! * c2c: a forward (`forward=true`) or inverse transform over every dim of the list, with
+//!   `n` the product of the sizes over `dim`.
 
 use super::util::wrap_dim;
 use crate::args::Args;
@@ -26,6 +30,7 @@ use tessera_lowering::DType;
 pub(super) const LOWERINGS: &[Lowering] = lowerings![complex:
     ("_fft_r2c", fft_r2c),
     ("_fft_c2r", fft_c2r),
+    ("_fft_c2c", fft_c2c),
 ];
 
 /// `stablehlo.fft` takes at most this many dims per op.
@@ -121,6 +126,36 @@ fn fft_c2r(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let y = c2c(cx, &y, lead, FftType::Ifft)?;
     let y = along(cx, &y, &[last], FftType::Irfft, &[last_size])?;
     let y = scale(cx, &y, norm.inverse_factor(n))?;
+    Ok(vec![Out::Tensor(y)])
+}
+
+fn fft_c2c(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    let dims = signal_dims(&a.int_list("dim")?, x.shape())?;
+    let norm = normalization(a.int("normalization")?)?;
+    let forward = a.bool("forward")?;
+    if !x.dtype().is_complex() {
+        return Err(LowerError::dtype(
+            x.dtype(),
+            format!("Only supports complex dtypes, but found: {}", x.dtype()),
+        ));
+    }
+    if let Some(&i) = dims.iter().find(|&&i| x.shape()[i] == 0) {
+        return Err(LowerError::invalid(format!(
+            "Invalid number of data points (0) specified (dim {i})"
+        )));
+    }
+    if x.shape().contains(&0) {
+        return Ok(vec![Out::Tensor(x)]);
+    }
+    let n: usize = dims.iter().map(|&i| x.shape()[i]).product();
+    let (fft_type, factor) = if forward {
+        (FftType::Fft, norm.factor(n))
+    } else {
+        (FftType::Ifft, norm.inverse_factor(n))
+    };
+    let y = c2c(cx, &x, &dims, fft_type)?;
+    let y = scale(cx, &y, factor)?;
     Ok(vec![Out::Tensor(y)])
 }
 

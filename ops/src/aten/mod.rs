@@ -6,6 +6,7 @@
 pub mod promote;
 pub mod util;
 
+mod complex;
 mod creation;
 mod fft;
 mod indexing;
@@ -28,6 +29,10 @@ pub fn all() -> impl Iterator<Item = &'static Lowering> {
         creation::LOWERINGS,
         nn::LOWERINGS,
         fft::LOWERINGS,
+        complex::LOWERINGS,
+        pointwise::COMPLEX_LOWERINGS,
+        shape::COMPLEX_LOWERINGS,
+        reduction::COMPLEX_LOWERINGS,
     ]
     .into_iter()
     .flatten()

@@ -120,7 +120,7 @@ def _check_arg(func, v):
                 f"Expected all tensors to be on the same device, but found at least two "
                 f"devices, {device} and {v.device}! (when checking arguments for {func})"
             )
-        if v.dtype not in _DTYPES or v.dtype.is_complex:
+        if v.dtype not in _DTYPES:
             raise TypeError(f"tpu: dtype {v.dtype} is not supported by Tessera ({func})")
 
 
@@ -272,10 +272,10 @@ def _dispatch_op(func, args, kwargs):
         if type(a) is not TpuTensor:
             _check_arg(func, a)
     _counts["ops"] += 1
-    if sch.view:
-        return _view(func, args, kwargs)
     if rewrite is not None:
         return rewrite(func, args, kwargs)
+    if sch.view:
+        return _view(func, args, kwargs)
     return _run(func, sch, args, kwargs)
 
 
@@ -398,7 +398,24 @@ def _leaves(v):
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
 
+# The `.Tensor` overload of arithmetic `.Scalar` overloads, for a Python complex number (the
+# eager runtime's scalars are real): the number goes as a 0-d complex CPU tensor, which
+# promotes as a wrapped number does (`x * 1j` in the backward of `torch.polar`).
+_COMPLEX_SCALAR_AS_TENSOR = {
+    aten.add.Scalar: aten.add.Tensor,
+    aten.add_.Scalar: aten.add_.Tensor,
+    aten.sub.Scalar: aten.sub.Tensor,
+    aten.sub_.Scalar: aten.sub_.Tensor,
+    aten.mul.Scalar: aten.mul.Tensor,
+    aten.mul_.Scalar: aten.mul_.Tensor,
+    aten.div.Scalar: aten.div.Tensor,
+    aten.div_.Scalar: aten.div_.Tensor,
+}
+
+
 def _run(func, sch, args, kwargs):
+    if len(args) > 1 and type(args[1]) is complex and func in _COMPLEX_SCALAR_AS_TENSOR:
+        return _COMPLEX_SCALAR_AS_TENSOR[func](args[0], torch.tensor(args[1]), *args[2:], **kwargs)
     if sch.outs:
         _check_out_shapes(func, sch, args, kwargs)
     nargs = [_native_arg(a) for a in args]
@@ -499,7 +516,7 @@ def _returns(sch, args, kwargs, outs, convert):
 
 def _out_to_device(r):
     if isinstance(r, torch.Tensor):
-        if r.dtype not in _DTYPES or r.dtype.is_complex:
+        if r.dtype not in _DTYPES:
             raise TypeError(f"tpu: dtype {r.dtype} is not supported by Tessera")
         return _from_cpu(r)
     if isinstance(r, (list, tuple)):
@@ -589,8 +606,29 @@ def _addc(func, args, kwargs):
     return aten.add.Tensor(self, r)
 
 
-# Ops run as other ops (after the device and dtype checks).
+def _copied_view(func, args, kwargs):
+    """A view that reinterprets its input's elements as another dtype (`view_as_real`,
+    `view_as_complex`): a device storage holds values of one element type, so the result cannot
+    alias the input's storage as in torch; it is computed as a copy (Tessera's lowering), and
+    writes to one are not seen through the other (torch's models read these views)."""
+    return _run(func, _schema(func), args, kwargs)
+
+
+def _conj(func, args, kwargs):
+    """`_conj` (what `torch.conj` calls on complex tensors): in torch a view with the
+    conjugate bit set, which the device does not keep; the conjugate is computed as a copy
+    (`conj_physical`), not aliasing the input."""
+    x = args[0]
+    if not x.is_complex():
+        return _view(func, args, kwargs)
+    return aten.conj_physical.default(x)
+
+
+# Ops run as other ops (after the device and dtype checks), views included.
 _REWRITES = {
+    aten.view_as_real.default: _copied_view,
+    aten.view_as_complex.default: _copied_view,
+    aten._conj.default: _conj,
     aten.addcdiv.default: _addc,
     aten.addcdiv_.default: _addc,
     aten.addcmul.default: _addc,

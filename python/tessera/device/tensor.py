@@ -260,7 +260,10 @@ def _value_of_meta(m):
 
 
 def _check_dtype(dtype):
-    if dtype not in _DTYPES or dtype.is_complex:
+    # Complex tensors (complex64, complex128) are stored as device values of complex element
+    # type: ops whose lowering takes complex run on them, the others refuse them (and fall
+    # back to torch CPU). complex32 has no StableHLO type and is not in `_DTYPES`.
+    if dtype not in _DTYPES:
         raise TypeError(f"tpu: dtype {dtype} is not supported by Tessera")
 
 

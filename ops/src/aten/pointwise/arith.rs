@@ -37,7 +37,7 @@ pub(super) fn add_sub(cx: &mut Lower, a: &Args, sub: bool) -> LowerResult<Vec<Ou
     let (v, d) = promote(cx, &[x, y], None)?;
     let v = [cast(cx, &v[0], compute_dtype(d))?, cast(cx, &v[1], compute_dtype(d))?];
     let alpha = a.scalar("alpha")?;
-    if !d.is_float() && matches!(alpha, Scalar::Float(_)) {
+    if !d.is_float() && !d.is_complex() && matches!(alpha, Scalar::Float(_)) {
         return Err(LowerError::invalid(
             "For integral input tensors, argument alpha must not be a floating point number.",
         ));
@@ -107,6 +107,7 @@ fn div_mode(cx: &mut Lower, a: &Args, mode: Option<&str>) -> LowerResult<Vec<Out
         }
         Some("trunc") => {
             refuse_bool("div_trunc_cpu", d)?;
+            refuse_complex("div_trunc_cpu", d)?;
             let scalar = matches!(y, Operand::Scalar(_));
             let (v, _) = promote_c(cx, &[x, y])?;
             if !d.is_float() {
@@ -127,6 +128,7 @@ fn div_mode(cx: &mut Lower, a: &Args, mode: Option<&str>) -> LowerResult<Vec<Out
         }
         Some("floor") => {
             refuse_bool("div_floor_cpu", d)?;
+            refuse_complex("div_floor_cpu", d)?;
             let (v, _) = promote_c(cx, &[x, y])?;
             if !d.is_float() {
                 cx.check_nonzero(&v[1])?;

@@ -70,6 +70,16 @@ pub(crate) fn refuse_bool(kernel: &str, d: DType) -> LowerResult<()> {
     }
 }
 
+/// Refuses complex inputs of a real-only kernel that shares a lowering with complex ones (the
+/// rounding modes of `div`).
+pub(crate) fn refuse_complex(kernel: &str, d: DType) -> LowerResult<()> {
+    if d.is_complex() {
+        Err(not_implemented(kernel, d))
+    } else {
+        Ok(())
+    }
+}
+
 /// The integer range of `d` (bool: 0..=1).
 pub(crate) fn int_range(d: DType) -> (i128, i128) {
     match d {
@@ -105,10 +115,11 @@ fn wrap_int(i: i128, d: DType) -> i128 {
 
 /// A rank-0 constant of `d` holding `s` converted as a C++ cast does (PyTorch's conversion of
 /// a wrapped number to the common dtype): integers wrap, floats to integers truncate (NaN -> 0),
-/// numbers to bool are `!= 0`, out-of-range floats round to infinity.
+/// numbers to bool are `!= 0`, out-of-range floats round to infinity; to a complex type, the
+/// number is the real part (imaginary part 0).
 pub(crate) fn konst(cx: &mut Lower, s: Scalar, d: DType) -> LowerResult<Value> {
     let ty = TensorType::scalar(d);
-    if d.is_float() {
+    if d.is_float() || d.is_complex() {
         return Ok(cx.full(ty, s.as_f64())?);
     }
     if d == DType::Bool {
@@ -133,9 +144,10 @@ pub(crate) fn checked(s: Scalar, d: DType) -> LowerResult<Scalar> {
     if d == DType::Bool {
         return Ok(s);
     }
-    if d.is_float() {
+    if d.is_float() || d.is_complex() {
+        // A complex type checks the range of its parts.
         let x = s.as_f64();
-        if x.is_finite() && x.abs() > float_max(d) {
+        if x.is_finite() && x.abs() > float_max(d.component()) {
             return Err(err());
         }
         return Ok(s);
@@ -170,13 +182,18 @@ pub(crate) fn checked_const(cx: &mut Lower, s: Scalar, d: DType) -> LowerResult<
     konst(cx, s, d)
 }
 
-/// `x` converted to `dtype` (no op when it already is). Bool converts to floats through u8:
-/// XLA rewrites `convert(pred) * c` into `select(pred, c, 0)`, wrong for c = inf or NaN.
+/// `x` converted to `dtype` (no op when it already is). Bool converts to floats (and complex)
+/// through u8: XLA rewrites `convert(pred) * c` into `select(pred, c, 0)`, wrong for c = inf or
+/// NaN. Complex to real keeps the real part (as PyTorch's casts do, with a warning there).
 pub(crate) fn cast(cx: &mut Lower, x: &Value, dtype: DType) -> LowerResult<Value> {
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
-    if x.dtype() == DType::Bool && dtype.is_float() {
+    if x.dtype().is_complex() && !dtype.is_complex() {
+        let re = cx.real(x)?;
+        return cast(cx, &re, dtype);
+    }
+    if x.dtype() == DType::Bool && (dtype.is_float() || dtype.is_complex()) {
         let u = cx.convert(x, DType::U8)?;
         return Ok(cx.convert(&u, dtype)?);
     }
@@ -289,14 +306,19 @@ pub(crate) fn max_min_nan(cx: &mut Lower, a: &Value, b: &Value, max: bool) -> Lo
 }
 
 /// `x` converted to `d` as PyTorch's casts do: to bool is `x != 0` (NaN is true); floats to
-/// 8/16-bit integers go through i32 (C's conversion then truncation); others convert directly.
-/// Out-of-range float-to-int values are undefined in C++ and here differ (XLA saturates).
+/// 8/16-bit integers go through i32 (C's conversion then truncation); complex to real keeps the
+/// real part ([`cast`]); others convert directly. Out-of-range float-to-int values are
+/// undefined in C++ and here differ (XLA saturates).
 pub(crate) fn torch_cast(cx: &mut Lower, x: &Value, d: DType) -> LowerResult<Value> {
     if x.dtype() == d {
         return Ok(x.clone());
     }
     if d == DType::Bool {
         return to_bool(cx, x);
+    }
+    if x.dtype().is_complex() && !d.is_complex() {
+        let re = cx.real(x)?;
+        return torch_cast(cx, &re, d);
     }
     if x.dtype().is_float() && d.is_int() && d.bits() < 32 {
         let i = cx.convert(x, DType::I32)?;

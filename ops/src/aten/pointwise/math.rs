@@ -65,6 +65,21 @@ pub(super) fn sign(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     out(sel(cx, &pos, &one, &r)?)
 }
 
+/// `sgn`: [`sign`] of a real tensor; of a complex one `x / |x|`, 0 where `x` is 0 (PyTorch's).
+pub(super) fn sgn(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
+    let x = a.tensor("self")?;
+    if !x.dtype().is_complex() {
+        return sign(cx, a);
+    }
+    let m = cx.unary(UnaryOp::Abs, &x)?;
+    let zero = splat(cx, &m, 0.0)?;
+    let is_zero = cmp(cx, Comparison::Eq, &m, &zero)?;
+    let mc = cx.complex(&m, &zero)?;
+    let q = cx.div(&x, &mc)?;
+    let z = splat(cx, &x, 0.0)?;
+    out(sel(cx, &is_zero, &z, &q)?)
+}
+
 #[derive(Clone, Copy)]
 pub(super) enum Rounding {
     Ceil,

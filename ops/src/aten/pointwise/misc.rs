@@ -92,12 +92,14 @@ pub(super) fn to_copy(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     out(torch_cast(cx, &x, d)?)
 }
 
-/// `scalar_tensor(s, dtype=None)`: a rank-0 tensor, f32 by default (PyTorch's default dtype).
+/// `scalar_tensor(s, dtype=None)`: a rank-0 tensor, f32 by default (PyTorch's default dtype);
+/// of a complex dtype, `s` is the real part.
 pub(super) fn scalar_tensor(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     let s = a.scalar("s")?;
     let d = a.opt_dtype("dtype")?.unwrap_or(DType::F32);
-    let s = if d.is_float() { s } else { checked(s, d)? };
-    let v = match (s, d.is_float()) {
+    let float = d.is_float() || d.is_complex();
+    let s = if float { s } else { checked(s, d)? };
+    let v = match (s, float) {
         (Scalar::Float(x), false) if d != DType::Bool => Scalar::Int(x.trunc() as i64),
         (s, _) => s,
     };

@@ -35,16 +35,6 @@ pub(super) use math::float_unary;
 
 pub(super) const LOWERINGS: &[Lowering] = lowerings![
     // arith
-    ("add.Tensor", |cx, a| arith::add_sub(cx, a, false)),
-    ("add.Scalar", |cx, a| arith::add_sub(cx, a, false)),
-    ("sub.Tensor", |cx, a| arith::add_sub(cx, a, true)),
-    ("sub.Scalar", |cx, a| arith::add_sub(cx, a, true)),
-    ("mul.Tensor", arith::mul),
-    ("mul.Scalar", arith::mul),
-    ("div.Tensor", arith::div),
-    ("div.Scalar", arith::div),
-    ("div.Tensor_mode", arith::div),
-    ("div.Scalar_mode", arith::div),
     ("remainder.Tensor", arith::remainder),
     ("remainder.Scalar", arith::remainder),
     ("fmod.Tensor", arith::fmod),
@@ -52,7 +42,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("pow.Tensor_Tensor", pow::pow),
     ("pow.Tensor_Scalar", pow::pow),
     ("pow.Scalar", pow::pow),
-    ("neg", arith::neg),
     ("reciprocal", arith::reciprocal),
     ("square", arith::square),
     ("addcmul", |cx, a| arith::addc(cx, a, false)),
@@ -60,7 +49,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("lerp.Scalar", arith::lerp),
     ("lerp.Tensor", arith::lerp),
     // math
-    ("abs", math::abs),
     ("acos", |cx, a| math::float_unary(cx, a, UnaryOp::Acos)),
     ("acosh", |cx, a| math::float_unary(cx, a, UnaryOp::Acosh)),
     ("asin", |cx, a| math::float_unary(cx, a, UnaryOp::Asin)),
@@ -75,7 +63,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("tanh", |cx, a| math::float_unary(cx, a, UnaryOp::Tanh)),
     ("erf", |cx, a| math::float_unary(cx, a, UnaryOp::Erf)),
     ("erfinv", |cx, a| math::float_unary(cx, a, UnaryOp::ErfInv)),
-    ("exp", |cx, a| math::float_unary(cx, a, UnaryOp::Exponential)),
     ("expm1", |cx, a| math::float_unary(cx, a, UnaryOp::ExponentialMinusOne)),
     ("log", |cx, a| math::float_unary(cx, a, UnaryOp::Log)),
     ("log1p", |cx, a| math::float_unary(cx, a, UnaryOp::LogPlusOne)),
@@ -114,7 +101,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("clamp.Tensor", compare::clamp_tensor),
     ("clamp_min", compare::clamp_min),
     ("clamp_max", compare::clamp_max),
-    ("where.self", compare::where_self),
     ("logical_and", |cx, a| compare::logical(cx, a, BinaryOp::And)),
     ("logical_or", |cx, a| compare::logical(cx, a, BinaryOp::Or)),
     ("logical_xor", |cx, a| compare::logical(cx, a, BinaryOp::Xor)),
@@ -207,20 +193,41 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("isclose", special::isclose),
     ("clip", compare::clamp),
     ("clip.Tensor", compare::clamp_tensor),
-    ("sgn", math::sign),
     ("floor_divide", arith::floor_divide),
     ("floor_divide.Scalar", arith::floor_divide),
+    // misc
+    ("masked_fill.Scalar", misc::masked_fill),
+    ("masked_fill.Tensor", misc::masked_fill),
+    ("_local_scalar_dense", misc::local_scalar_dense),
+];
+
+/// The lowerings that also take complex tensors (c64, c128): arithmetic, `abs` (the modulus,
+/// real), `sgn` (`x / |x|`), `exp`, `where`, and the copies and casts (complex to real keeps
+/// the real part, as PyTorch's casts do). The rounding modes of `div` refuse complex as
+/// PyTorch's kernels do.
+pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
+    ("add.Tensor", |cx, a| arith::add_sub(cx, a, false)),
+    ("add.Scalar", |cx, a| arith::add_sub(cx, a, false)),
+    ("sub.Tensor", |cx, a| arith::add_sub(cx, a, true)),
+    ("sub.Scalar", |cx, a| arith::add_sub(cx, a, true)),
+    ("mul.Tensor", arith::mul),
+    ("mul.Scalar", arith::mul),
+    ("div.Tensor", arith::div),
+    ("div.Scalar", arith::div),
+    ("div.Tensor_mode", arith::div),
+    ("div.Scalar_mode", arith::div),
     ("true_divide.Tensor", arith::div),
     ("true_divide.Scalar", arith::div),
     ("rsub.Tensor", arith::rsub),
     ("rsub.Scalar", arith::rsub),
-    // misc
+    ("neg", arith::neg),
+    ("abs", math::abs),
+    ("sgn", math::sgn),
+    ("exp", |cx, a| math::float_unary(cx, a, UnaryOp::Exponential)),
     ("fill.Scalar", misc::fill),
-    ("masked_fill.Scalar", misc::masked_fill),
-    ("masked_fill.Tensor", misc::masked_fill),
     ("copy", misc::copy),
     ("clone", misc::identity),
     ("_to_copy", misc::to_copy),
     ("scalar_tensor", misc::scalar_tensor),
-    ("_local_scalar_dense", misc::local_scalar_dense),
+    ("where.self", compare::where_self),
 ];

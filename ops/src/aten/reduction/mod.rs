@@ -35,8 +35,6 @@ use tessera_lowering::stablehlo::{BinaryOp, ReduceKind, TensorType, Value};
 use tessera_lowering::DType;
 
 pub(super) const LOWERINGS: &[Lowering] = lowerings![
-    ("sum", basic::sum),
-    ("sum.dim_IntList", basic::sum_dim),
     ("mean", basic::mean),
     ("mean.dim", basic::mean_dim),
     ("prod", basic::prod),
@@ -131,6 +129,13 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("topk", sort::topk),
 ];
 
+/// The reductions that also take complex tensors (c64, c128): `sum` (complex addition; the
+/// ordered reductions and `prod` stay real-only).
+pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
+    ("sum", basic::sum),
+    ("sum.dim_IntList", basic::sum_dim),
+];
+
 /// How an overload names its reduction dims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum DimsArg {
@@ -151,9 +156,10 @@ pub(crate) fn acc_dtype(d: DType) -> DType {
     }
 }
 
-/// Sum and prod of integers and bool give i64 unless a dtype is asked for.
+/// Sum and prod of integers and bool give i64 unless a dtype is asked for (floats and complex
+/// keep theirs).
 pub(crate) fn int_to_i64(d: DType) -> DType {
-    if d.is_float() {
+    if d.is_float() || d.is_complex() {
         d
     } else {
         DType::I64
