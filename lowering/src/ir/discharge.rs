@@ -9,10 +9,15 @@
 //! backends copy synchronously; the wait does nothing there).
 //!
 //! Mosaic keeps the ref IR: refs are memory there.
+//!
+//! The discharged IR can hold ops a rewrite makes, not only the traced ones: an op's kind and
+//! its windows' offsets are borrowed from the traced op where discharge keeps them, and owned
+//! where a pass builds them (`Cow`); a new value's type is pushed onto `values`.
 
 use super::func::Func;
 use super::op::{Offset, OpKind, Operation, Region as RefRegion, ValueId};
 use super::types::Type;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A broken ref discipline (the verifier rules it out, so only a bug reaches it).
@@ -54,7 +59,8 @@ pub struct Region<'a> {
     pub yields: Vec<ValueId>,
 }
 
-/// An op over values; `origin` is the traced op it comes from (its line, its name in errors).
+/// An op over values; `origin` is the traced op it comes from (its line, its name in errors),
+/// also for an op a pass made in its place.
 #[derive(Clone, Debug)]
 pub struct Op<'a> {
     pub origin: &'a Operation,
@@ -64,8 +70,9 @@ pub struct Op<'a> {
 
 #[derive(Clone, Debug)]
 pub enum Kind<'a> {
-    /// `origin` as traced: it has no ref operand and no region.
-    Traced,
+    /// An op of values only (no ref operand, no region): `origin`'s kind as traced
+    /// (borrowed), or one a pass made (owned).
+    Value(Cow<'a, OpKind>),
     /// The result is `x` (a whole load).
     Alias(ValueId),
     /// The result is zeros of its type (a scoped buffer's first version).
@@ -73,15 +80,18 @@ pub enum Kind<'a> {
     /// The window of `x` at `starts` of `sizes`.
     Window {
         x: ValueId,
-        starts: &'a [Offset],
+        starts: Cow<'a, [Offset]>,
         sizes: Vec<usize>,
     },
     /// The element of `x` at `indices`, a scalar.
-    Element { x: ValueId, indices: &'a [Offset] },
+    Element {
+        x: ValueId,
+        indices: Cow<'a, [Offset]>,
+    },
     /// `x` with `value` written at `starts` (a scalar written as a window of ones).
     Update {
         x: ValueId,
-        starts: &'a [Offset],
+        starts: Cow<'a, [Offset]>,
         value: ValueId,
     },
     If {
@@ -236,11 +246,12 @@ impl Discharger {
             }
             OpKind::LoadSlice { src, starts, sizes } => {
                 let x = self.current(*src)?;
-                let sizes = sizes.clone();
+                let (starts, sizes) = (Cow::Borrowed(&starts[..]), sizes.clone());
                 emit(out, Kind::Window { x, starts, sizes }, op.results.clone())
             }
             OpKind::LoadElement { src, indices } => {
                 let x = self.current(*src)?;
+                let indices = Cow::Borrowed(&indices[..]);
                 emit(out, Kind::Element { x, indices }, op.results.clone())
             }
             OpKind::StoreSlice { dst, starts, value }
@@ -251,7 +262,7 @@ impl Discharger {
             } => {
                 let x = self.current(*dst)?;
                 let next = self.version(*dst);
-                let value = *value;
+                let (starts, value) = (Cow::Borrowed(&starts[..]), *value);
                 emit(out, Kind::Update { x, starts, value }, vec![next]);
                 self.versions.insert(*dst, next);
             }
@@ -259,7 +270,7 @@ impl Discharger {
                 let src = self.current(c.src)?;
                 let window = Type::tile(self.values[c.src.0 as usize].dtype(), c.sizes.clone());
                 let window = self.fresh(window);
-                let (starts, sizes) = (&c.src_starts[..], c.sizes.clone());
+                let (starts, sizes) = (Cow::Borrowed(&c.src_starts[..]), c.sizes.clone());
                 emit(
                     out,
                     Kind::Window {
@@ -271,7 +282,7 @@ impl Discharger {
                 );
                 let x = self.current(c.dst)?;
                 let next = self.version(c.dst);
-                let starts = &c.dst_starts[..];
+                let starts = Cow::Borrowed(&c.dst_starts[..]);
                 emit(
                     out,
                     Kind::Update {
@@ -345,7 +356,7 @@ impl Discharger {
                 let kind = Kind::While { init, cond, body };
                 self.carried_results(op, kind, &stored, out);
             }
-            _ => emit(out, Kind::Traced, op.results.clone()),
+            k => emit(out, Kind::Value(Cow::Borrowed(k)), op.results.clone()),
         }
         Ok(())
     }

@@ -266,7 +266,7 @@ impl<'p> Eval<'p> {
 
     fn op(&mut self, vop: &Op) -> Option<()> {
         let sym = match &vop.kind {
-            Kind::Traced => self.traced(vop)?,
+            Kind::Value(kind) => self.value_op(kind, &vop.results)?,
             Kind::Alias(x) => self.get(*x),
             Kind::If {
                 cond,
@@ -295,12 +295,11 @@ impl<'p> Eval<'p> {
         Some(())
     }
 
-    /// An op as traced (no refs, no regions); `None` where an index overflows.
-    fn traced(&self, vop: &Op) -> Option<Sym> {
-        let op = vop.origin;
+    /// An op of values (no refs, no regions) with `results`; `None` where an index overflows.
+    fn value_op(&self, kind: &OpKind, results: &[ValueId]) -> Option<Sym> {
         let dtype = |v: ValueId| self.body.ty(v).dtype();
-        let float = op.results.first().is_some_and(|&v| dtype(v).is_float());
-        Some(match &op.kind {
+        let float = results.first().is_some_and(|&v| dtype(v).is_float());
+        Some(match kind {
             OpKind::Constant { value } => match *value {
                 Literal::Bool(b) => Sym::Bool(b),
                 v if float && v.as_f64() == 0.0 => Sym::Zero,
@@ -314,7 +313,7 @@ impl<'p> Eval<'p> {
             },
             OpKind::NumPrograms { axis } => Sym::Int(*self.plan.grid.get(*axis)? as i64),
             OpKind::Broadcast { x, .. } if self.get(*x) == Sym::Zero => Sym::Zero,
-            OpKind::Cast { x } if op.results.first().map(|&v| dtype(v)) == Some(dtype(*x)) => {
+            OpKind::Cast { x } if results.first().map(|&v| dtype(v)) == Some(dtype(*x)) => {
                 self.get(*x)
             }
             OpKind::Cast { x } => Sym::Cast(Box::new(self.get(*x))),

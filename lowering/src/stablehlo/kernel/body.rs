@@ -248,7 +248,7 @@ impl<'a> BodyEmitter<'a> {
                 .ok_or_else(|| EmitError::internal(format!("`{}` has no result", op.kind.name())))
         };
         let result = match &vop.kind {
-            Kind::Traced => translate(self, f, op, result_ty.clone())?,
+            Kind::Value(kind) => translate(self, f, kind, result_ty.clone())?,
             Kind::Alias(x) => self.get(*x)?,
             Kind::Zeros => Batched::plain(f.full(ty()?, 0.0)?),
             Kind::Window { x, starts, sizes } => self.read_window(f, op, *x, starts, sizes)?,

@@ -204,9 +204,8 @@ impl Fold<'_> {
     }
 
     fn op(&mut self, f: &mut FuncBuilder, vop: &Op) -> Result<(), Stop> {
-        let op = vop.origin;
-        match &vop.kind {
-            Kind::Traced => {}
+        let kind = match &vop.kind {
+            Kind::Value(kind) => kind,
             Kind::Alias(x) => {
                 let v = self.version(f, *x)?;
                 return self.bind(vop, v);
@@ -218,10 +217,10 @@ impl Fold<'_> {
             | Kind::If { .. }
             | Kind::Fori { .. }
             | Kind::While { .. } => return Err(Stop::Unfoldable),
-        }
-        let ty = op.results.first().map(|r| self.func.ty(*r));
+        };
+        let ty = vop.results.first().map(|r| self.func.ty(*r));
         let ty = ty.map(|t| TensorType::new(t.shape().to_vec(), t.dtype()));
-        let result = translate(self, f, op, ty)?;
+        let result = translate(self, f, kind, ty)?;
         self.bind(vop, result)
     }
 }

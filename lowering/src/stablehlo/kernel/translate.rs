@@ -9,7 +9,7 @@
 
 use super::error::EmitError;
 use crate::dtype::DType;
-use crate::ir::{Literal, OpKind, Operation, ValueId};
+use crate::ir::{Literal, OpKind, ValueId};
 use crate::stablehlo::{BuildError, DotDims, FuncBuilder, Precision, TensorType, Value};
 
 /// How translated values hold the IR values of all the grid steps they stand for.
@@ -93,18 +93,19 @@ pub(super) trait Layout {
     ) -> Result<Self::Val, Self::Err>;
 }
 
-/// The StableHLO of `op`, whose result has type `ty` (`None`: it has no result).
+/// The StableHLO of an op of kind `kind`, whose result has type `ty` (`None`: it has no
+/// result). It reads only the kind, so an op a pass made translates as a traced one does.
 pub(super) fn translate<L: Layout>(
     l: &mut L,
     f: &mut FuncBuilder,
-    op: &Operation,
+    kind: &OpKind,
     ty: Option<TensorType>,
 ) -> Result<L::Val, L::Err> {
     let ty = || {
         ty.clone()
-            .ok_or_else(|| EmitError::internal(format!("`{}` has no result", op.kind.name())))
+            .ok_or_else(|| EmitError::internal(format!("`{}` has no result", kind.name())))
     };
-    Ok(match &op.kind {
+    Ok(match kind {
         OpKind::Constant { value } => {
             let t = ty()?;
             let emitted = L::splat_type(&t);
@@ -273,14 +274,14 @@ pub(super) fn translate<L: Layout>(
         | OpKind::While { .. } => {
             return Err(EmitError::internal(format!(
                 "{} reached the translator: ir::discharge rewrites it first",
-                op.kind.name()
+                kind.name()
             ))
             .into())
         }
         OpKind::StoreMasked { .. } | OpKind::PrngSeed { .. } | OpKind::PrngRandomBits { .. } => {
             return Err(EmitError::internal(format!(
                 "{} reached the translator: desugar.rs rewrites it first",
-                op.kind.name()
+                kind.name()
             ))
             .into())
         }
