@@ -23,6 +23,11 @@ snapshot() { # $1: the tree, $2: the snapshot folder
     -p tessera-lowering -p tessera-kernels >"$2.log" 2>&1) || true
 }
 snapshot "$out/base" "$out/old"
+# Both trees build into one target dir, and cargo judges freshness by mtime: the base's build
+# is newer than the tree's own edits, so without this the tree's side reuses the base's
+# artifacts and compares BASE with itself.
+{ git -C "$root" diff --name-only "$base"; git -C "$root" ls-files -o --exclude-standard; } |
+  (cd "$root" && xargs -r touch)
 snapshot "$root" "$out/new"
 
 same=0 differ=0

@@ -20,13 +20,13 @@ use super::batched::{dim_maps, DimMap};
 use super::error::EmitError;
 use super::plan::{Operand, Plan};
 use crate::ir::discharge::{discharge, Discharged, Kind, Op, Region as VRegion};
-use crate::ir::{BinaryOp, CompareOp, Literal, Loc, OpKind, Region, ValueId};
+use crate::ir::{BinaryOp, CompareOp, Literal, Loc, OpKind, ReduceOp, Region, ValueId};
 use crate::stablehlo::{DotDims, FuncBuilder, Module, Precision, TensorType};
 use std::collections::HashMap;
 
 /// What an IR value is in one kind of step, as far as the pattern cares.
 #[derive(Clone, Debug, PartialEq)]
-enum Sym {
+pub(super) enum Sym {
     Int(i64),
     Bool(bool),
     /// `program_id(r)` of a middle step: neither 0 nor the last index.
@@ -42,12 +42,22 @@ enum Sym {
     },
     Add(Box<Sym>, Box<Sym>),
     Cast(Box<Sym>),
+    /// A sum-scan (`cumsum`) of a value along `axis` (`carried.rs`).
+    Scan {
+        x: Box<Sym>,
+        axis: usize,
+    },
+    /// A value's sum along `axis`, kept as a size-1 dim or broadcast along it (`carried.rs`).
+    Total {
+        x: Box<Sym>,
+        axis: usize,
+    },
     Other,
 }
 
 /// The kinds of `r` step, by what `program_id(r)` is.
 #[derive(Clone, Copy, PartialEq)]
-enum Step {
+pub(super) enum Step {
     /// 0, and also the last index (one step).
     Only,
     First,
@@ -223,7 +233,7 @@ impl Matmul {
 }
 
 /// Symbolic evaluation of the body in one kind of step.
-struct Eval<'p> {
+pub(super) struct Eval<'p> {
     plan: &'p Plan<'p>,
     body: &'p Discharged<'p>,
     step: Step,
@@ -236,7 +246,7 @@ struct Eval<'p> {
 
 impl<'p> Eval<'p> {
     /// Every ref param's last version, or `None` where a condition is undecided.
-    fn run(
+    pub(super) fn run(
         plan: &'p Plan<'p>,
         body: &'p Discharged<'p>,
         step: Step,
@@ -313,6 +323,41 @@ impl<'p> Eval<'p> {
             },
             OpKind::NumPrograms { axis } => Sym::Int(*self.plan.grid.get(*axis)? as i64),
             OpKind::Broadcast { x, .. } if self.get(*x) == Sym::Zero => Sym::Zero,
+            // A total broadcast along its own (size-1) axis only, other dims unchanged.
+            OpKind::Broadcast { x, dims } => match self.get(*x) {
+                t @ Sym::Total { axis, .. } => {
+                    let (from, to) = (
+                        self.body.ty(*x).shape(),
+                        self.body.ty(*results.first()?).shape(),
+                    );
+                    let same = from.len() == to.len()
+                        && dims.iter().copied().eq(0..from.len())
+                        && (0..from.len()).all(|d| d == axis || from[d] == to[d]);
+                    if same {
+                        t
+                    } else {
+                        Sym::Other
+                    }
+                }
+                _ => Sym::Other,
+            },
+            OpKind::Scan {
+                op: ReduceOp::Sum,
+                x,
+                axis,
+            } => Sym::Scan {
+                x: Box::new(self.get(*x)),
+                axis: *axis,
+            },
+            OpKind::Reduce {
+                op: ReduceOp::Sum,
+                x,
+                axes,
+                keepdims: true,
+            } if axes.len() == 1 => Sym::Total {
+                x: Box::new(self.get(*x)),
+                axis: axes[0],
+            },
             OpKind::Cast { x } if results.first().map(|&v| dtype(v)) == Some(dtype(*x)) => {
                 self.get(*x)
             }

@@ -13,6 +13,9 @@
 //! - The accumulator pattern (`accumulate.rs`): a matmul-like body that zeroes a scratch on
 //!   the first step of its last, `arbitrary` axis, adds `dot(x, y)` blocks to it every step
 //!   and writes it out on the last is one whole-array `dot_general`.
+//! - The carried scan (`carried.rs`): a body that zeroes a scratch `carry` on the first step
+//!   of its last, `arbitrary` axis, writes `cumsum(x block) + carry` and adds the block's
+//!   total to `carry` every step is one whole-array cumsum.
 //!
 //! Every form reads the body with its refs discharged (`ir::discharge`): ref contents are SSA
 //! values there, so no translator keeps ref state of its own. Each traced op kind is translated
@@ -20,10 +23,10 @@
 //! folded into the IR dims (`folded.rs`). `snapshot.rs` lets a change to any of them be
 //! compared byte for byte with the tree before it.
 //!
-//! [`Form::Auto`] picks the accumulator contraction where the pattern holds, else the grid
-//! loop for grids with `arbitrary` axes (the batched form with its `while` measured ~0.5x of
-//! the loop for 256^3 and 512^3 f32 matmuls on the XLA CPU plugin), else the batched form
-//! where it is legal, else the grid loop.
+//! [`Form::Auto`] picks the accumulator contraction or the carried scan where its pattern
+//! holds, else the grid loop for grids with `arbitrary` axes (the batched form with its
+//! `while` measured ~0.5x of the loop for 256^3 and 512^3 f32 matmuls on the XLA CPU plugin),
+//! else the batched form where it is legal, else the grid loop.
 //!
 //! [`emit_kernel_checked`] emits the checked mode (`checks.rs`): traced starts are checked
 //! instead of clamped. A body with traced starts skips the accumulator contraction and the
@@ -32,6 +35,7 @@
 mod accumulate;
 mod batched;
 mod body;
+mod carried;
 mod checks;
 mod desugar;
 mod error;
@@ -122,7 +126,10 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
         Form::Auto if plan.parallel.contains(&false) => {
             let contraction = match body_checked {
                 true => None,
-                false => accumulate::emit(&plan)?,
+                false => match accumulate::emit(&plan)? {
+                    None => carried::emit(&plan)?,
+                    some => some,
+                },
             };
             match contraction {
                 Some(module) => (module, Vec::new()),
