@@ -27,7 +27,7 @@ snapshot "$out/base" "$out/old"
 # is newer than the tree's own edits, so without this the tree's side reuses the base's
 # artifacts and compares BASE with itself.
 { git -C "$root" diff --name-only "$base"; git -C "$root" ls-files -o --exclude-standard; } |
-  (cd "$root" && xargs -r touch)
+  (cd "$root" && xargs -r touch -c)
 snapshot "$root" "$out/new"
 
 same=0 differ=0
