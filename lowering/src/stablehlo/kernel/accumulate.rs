@@ -118,34 +118,43 @@ struct Matmul {
     tr: bool,
 }
 
+/// The launch shape both carried patterns (this contraction, `carried.rs`'s scan) need: one
+/// output, one scratch carried along the last grid axis `r`, the only `arbitrary` one, and
+/// blocks that are plain re-layouts (no prefetch, aliases, manual DMA or squeezed dims).
+/// Gives `r` and the kinds of `r` step the body must be evaluated at.
+pub(super) fn carried_steps(plan: &Plan) -> Option<(usize, Vec<Step>)> {
+    let r = plan.grid.len().checked_sub(1)?;
+    let only_last_arbitrary = plan
+        .parallel
+        .iter()
+        .enumerate()
+        .all(|(a, &p)| p == (a != r));
+    if !only_last_arbitrary
+        || plan.outputs.len() != 1
+        || plan.scratch.len() != 1
+        || !plan.prefetch.is_empty()
+        || !plan.aliases.is_empty()
+        || plan.manual_dma
+        || plan
+            .inputs
+            .iter()
+            .chain(&plan.outputs)
+            .any(|o| o.view != o.block)
+    {
+        return None;
+    }
+    let steps = match plan.grid[r] {
+        0 => return None,
+        1 => vec![Step::Only],
+        2 => vec![Step::First, Step::Last],
+        _ => vec![Step::First, Step::Middle, Step::Last],
+    };
+    Some((r, steps))
+}
+
 impl Matmul {
     fn find(plan: &Plan, body: &Discharged) -> Option<Matmul> {
-        let r = plan.grid.len().checked_sub(1)?;
-        let only_last_arbitrary = plan
-            .parallel
-            .iter()
-            .enumerate()
-            .all(|(a, &p)| p == (a != r));
-        if !only_last_arbitrary
-            || plan.outputs.len() != 1
-            || plan.scratch.len() != 1
-            || !plan.prefetch.is_empty()
-            || !plan.aliases.is_empty()
-            || plan.manual_dma
-            || plan
-                .inputs
-                .iter()
-                .chain(&plan.outputs)
-                .any(|o| o.view != o.block)
-        {
-            return None;
-        }
-        let steps = match plan.grid[r] {
-            0 => return None,
-            1 => vec![Step::Only],
-            2 => vec![Step::First, Step::Last],
-            _ => vec![Step::First, Step::Middle, Step::Last],
-        };
+        let (r, steps) = carried_steps(plan)?;
         let (acc, out) = (plan.scratch[0].param, plan.outputs[0].param);
         let init = |v: ValueId| Box::new(Sym::Initial(v));
         let mut product = None;

@@ -16,7 +16,7 @@
 //! The body is evaluated symbolically per kind of `r` step as in `accumulate.rs` (whose
 //! evaluator this shares); any other body, dtype mix or layout keeps its loop.
 
-use super::accumulate::{Eval, Step, Sym};
+use super::accumulate::{carried_steps, Eval, Step, Sym};
 use super::batched::{dim_maps, DimMap};
 use super::error::EmitError;
 use super::plan::Plan;
@@ -64,37 +64,12 @@ fn scan_loc(region: &Region) -> Option<Loc> {
 
 /// The scanned input and axis: `o = cumsum(inputs[x], axis)`.
 fn find(plan: &Plan, body: &Discharged) -> Option<(usize, usize)> {
-    let r = plan.grid.len().checked_sub(1)?;
-    let only_last_arbitrary = plan
-        .parallel
-        .iter()
-        .enumerate()
-        .all(|(a, &p)| p == (a != r));
-    if !only_last_arbitrary
-        || plan.outputs.len() != 1
-        || plan.scratch.len() != 1
-        || !plan.prefetch.is_empty()
-        || !plan.aliases.is_empty()
-        || plan.manual_dma
-        || plan
-            .inputs
-            .iter()
-            .chain(&plan.outputs)
-            .any(|o| o.view != o.block)
-    {
-        return None;
-    }
+    let (r, steps) = carried_steps(plan)?;
     let (o, carry) = (&plan.outputs[0], &plan.scratch[0]);
     // One float dtype throughout, and a carry the shape of the output block.
     if !o.dtype.is_float() || carry.dtype != o.dtype || carry.shape != o.block {
         return None;
     }
-    let steps = match plan.grid[r] {
-        0 => return None,
-        1 => vec![Step::Only],
-        2 => vec![Step::First, Step::Last],
-        _ => vec![Step::First, Step::Middle, Step::Last],
-    };
     let (carry, out) = (carry.param, o.param);
     let mut found: Option<(ValueId, usize)> = None;
     // `a + b` in either order, with `a` as given; `b` when it matches.
