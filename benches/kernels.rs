@@ -1,8 +1,9 @@
 //! Each shipped kernel, lowered by Tessera, vs the same math written by hand as plain
 //! StableHLO (one `dot_general`, whole-array softmax, ...), both on the CPU plugin with inputs
-//! on device; and the DSL test kernels that have such a counterpart (row cumulative sums, see
-//! kernels/tests/scan_tests.rs). Criterion times each; a side-by-side pass at the end prints
-//! the ratio handwritten/tessera of interleaved medians (goal >= 0.95).
+//! on device; and the DSL test kernels of #16 with a hand-written counterpart of the same math
+//! (`kernels/test_kernels.rs`). Both of a pair must agree on seeded inputs before they are
+//! timed. Criterion times each; a side-by-side pass at the end prints the ratio
+//! handwritten/tessera of interleaved medians (goal >= 0.95).
 //!
 //! row_cumsum_carried (a carry in scratch across the `arbitrary` column axis) measured 0.87
 //! under the grid loop; the carried-scan rewrite (stablehlo/kernel/carried.rs) makes it one
@@ -80,22 +81,6 @@ fn handwritten(name: &str, s: &[usize]) -> String {
 }}"
             )
         }
-        "row_cumsum" | "row_cumsum_carried" => {
-            let ty = t(s);
-            format!(
-                "func.func public @main(%x: {ty}) -> {ty} {{
-  %zero = stablehlo.constant dense<0.0> : tensor<f32>
-  %0 = \"stablehlo.reduce_window\"(%x, %zero) ({{
-  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
-    %s = stablehlo.add %a, %b : tensor<f32>
-    stablehlo.return %s : tensor<f32>
-  }}) {{window_dimensions = array<i64: 1, {n}>, padding = dense<[[0, 0], [{p}, 0]]> : tensor<2x2xi64>}} : ({ty}, tensor<f32>) -> {ty}
-  return %0 : {ty}
-}}",
-                n = s[1],
-                p = s[1] - 1
-            )
-        }
         other => panic!("no handwritten StableHLO for `{other}`"),
     };
     format!("module @hand_{name} {{\n{body}\n}}")
@@ -115,106 +100,87 @@ fn run(exe: &Executable, inputs: &[Buffer]) {
     }
 }
 
-/// DSL test kernels (not shipped) with a hand-written counterpart: row cumulative sums of a
-/// `[rows, cols]` array, whole rows per block (all steps parallel), and in 128-column blocks
-/// with the running total carried in scratch along a sequential axis (as in scan_tests.rs).
-mod test_kernels {
-    use tessera::lowering::prelude::*;
-    use tessera::lowering::trace::Launch;
-    use tessera_macros::tpu_kernel;
-
-    #[tpu_kernel]
-    pub fn row_cumsum(x: &Ref<f32>, o: &mut RefMut<f32>) {
-        o.store(x.load().cumsum(1));
-    }
-
-    #[tpu_kernel]
-    pub fn row_cumsum_carried(x: &Ref<f32>, o: &mut RefMut<f32>, carry: &mut Scratch<f32>) {
-        if program_id(1).eq(0) {
-            carry.store(zeros());
-        }
-        let t = x.load();
-        let before = carry.load();
-        o.store(t.cumsum(1) + before);
-        carry.store(before + t.sum(1, true));
-    }
-
-    pub const SHAPE: [usize; 2] = [256, 256];
-
-    pub fn launches() -> Vec<(&'static str, Launch)> {
-        let [rows, cols] = SHAPE;
-        vec![
-            (
-                "row_cumsum",
-                row_cumsum::launch()
-                    .grid([rows / 8])
-                    .input(BlockSpec::new([8, cols], |i| (i, 0)))
-                    .output(BlockSpec::new([8, cols], |i| (i, 0)), [rows, cols]),
-            ),
-            (
-                "row_cumsum_carried",
-                row_cumsum_carried::launch()
-                    .grid([rows / 8, cols / 128])
-                    .input(BlockSpec::new([8, 128], |i, j| (i, j)))
-                    .output(BlockSpec::new([8, 128], |i, j| (i, j)), [rows, cols])
-                    .scratch(Vmem::<f32>::new([8, 128]))
-                    .semantics([Parallel, Arbitrary]),
-            ),
-        ]
-    }
-}
+#[path = "kernels/test_kernels.rs"]
+mod test_kernels;
 
 fn pairs(device: &Device) -> Vec<Pair> {
     let client = device.client().expect("cpu client");
     let pair = |name: &'static str,
                 launch: tessera::lowering::trace::Launch,
-                shape: &[usize],
-                shapes: Vec<Vec<usize>>| {
-        let sig: Vec<(DType, Vec<usize>)> =
-            shapes.iter().map(|s| (DType::F32, s.clone())).collect();
+                inputs: Vec<HostTensor>,
+                hand: String| {
+        let sig: Vec<(DType, Vec<usize>)> = inputs
+            .iter()
+            .map(|t| (t.dtype(), t.shape().to_vec()))
+            .collect();
         let program = launch.trace_program(&sig).expect("traces");
         let tessera = compile_program(&program, device, Form::Auto).expect("tessera compiles");
         let hand = client
-            .compile_cached(&handwritten(name, shape), &CompileOptions::default())
-            .expect("handwritten compiles");
-        let inputs = shapes
+            .compile_cached(&hand, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("handwritten {name} compiles: {e}"));
+        let inputs: Vec<Buffer> = inputs
             .iter()
+            .map(|t| client.upload(t).expect("upload"))
+            .collect();
+        let p = Pair {
+            name,
+            tessera,
+            hand,
+            inputs,
+        };
+        p.check_agree();
+        p
+    };
+    let shipped = tessera_kernels::shipped().iter().map(|k| {
+        let shape = k.default_shape;
+        let inputs = (k.input_shapes)(shape)
+            .into_iter()
             .enumerate()
             .map(|(i, s)| {
                 let n: usize = s.iter().product();
                 let v: Vec<f64> = (0..n)
                     .map(|j| ((j * 7 + i * 13) % 17) as f64 / 17.0 - 0.5)
                     .collect();
-                client
-                    .upload(&HostTensor::from_f64(DType::F32, s.clone(), &v))
-                    .expect("upload")
+                HostTensor::from_f64(DType::F32, s, &v)
             })
             .collect();
-        Pair {
-            name,
-            tessera,
-            hand,
-            inputs,
-        }
-    };
-    let shipped = tessera_kernels::shipped().iter().map(|k| {
-        let shape = k.default_shape;
-        pair(
-            k.name,
-            (k.launch)(shape).expect("launch"),
-            shape,
-            (k.input_shapes)(shape),
-        )
+        let launch = (k.launch)(shape).expect("launch");
+        pair(k.name, launch, inputs, handwritten(k.name, shape))
     });
-    let tests = test_kernels::launches().into_iter().map(|(name, launch)| {
-        pair(
-            name,
-            launch,
-            &test_kernels::SHAPE,
-            vec![test_kernels::SHAPE.to_vec()],
-        )
-    });
+    let tests = test_kernels::cases()
+        .into_iter()
+        .map(|c| pair(c.name, c.launch, c.inputs, c.hand));
     shipped.chain(tests).collect()
+}
+
+impl Pair {
+    /// Panics unless both programs give the same outputs (f32 sums in another order: within
+    /// 1e-4 of the largest magnitude), so that a ratio compares the same math.
+    fn check_agree(&self) {
+        let refs: Vec<&Buffer> = self.inputs.iter().collect();
+        let outs = |exe: &Executable| -> Vec<Vec<f64>> {
+            exe.execute(&refs)
+                .expect("executes")
+                .iter()
+                .map(|b| b.to_host().expect("downloads").to_f64_vec())
+                .collect()
+        };
+        let (t, h) = (outs(&self.tessera), outs(&self.hand));
+        assert_eq!(t.len(), h.len(), "{}: output counts differ", self.name);
+        for (t, h) in t.iter().zip(&h) {
+            assert_eq!(t.len(), h.len(), "{}: output sizes differ", self.name);
+            let scale = h.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+            let worst = t
+                .iter()
+                .zip(h)
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(
+                worst <= 1e-4 * scale,
+                "{}: tessera and handwritten differ by {worst} (scale {scale})",
+                self.name
+            );
+        }
+    }
 }
 
 fn median_us(f: &mut dyn FnMut(), n: usize) -> f64 {

@@ -73,6 +73,7 @@ fn batched_matmul_with_a_squeezed_batch_dim_matches_float64_on_every_device() {
                 "cpu grid loop",
                 launch.run_as(&cpu, &[&x, &y], Form::GridLoop),
             ),
+            ("cpu batched", launch.run_as(&cpu, &[&x, &y], Form::Batched)),
         ];
         // f32 products summed over k terms of magnitude <= 1: |error| <= k * 2^-24 * k.
         let tol = (k * k) as f64 * f32::EPSILON as f64;
@@ -84,6 +85,37 @@ fn batched_matmul_with_a_squeezed_batch_dim_matches_float64_on_every_device() {
                 "{device} {b}x{m}x{k}x{n}: max error {worst} > {tol}"
             );
         }
+    }
+}
+
+/// `o = 2x` on `[m, b, n]` arrays in `[bm, 1, n]` blocks whose middle dim is squeezed.
+#[tpu_kernel]
+fn double(x: &Ref<f32>, o: &mut RefMut<f32>) {
+    o.store(x.load() * 2.0);
+}
+
+#[test]
+fn a_squeezed_middle_dim_on_a_sequential_axis_runs_in_every_form() {
+    let cpu = Device::cpu().expect("the XLA CPU plugin is installed");
+    let (m, b, n, bm) = (32, 3, 128, 8);
+    let spec = || BlockSpec::new([bm, 1, n], |j, i| (i, j, 0)).squeeze([1]);
+    // The batch axis is sequential: the batched form carries the output through its loop.
+    let launch = double::launch()
+        .grid([b, m / bm])
+        .input(spec())
+        .output(spec(), [m, b, n])
+        .semantics([Arbitrary, Parallel]);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let x = random_f32(&mut rng, vec![m, b, n]);
+    let want: Vec<f64> = x.to_f64_vec().iter().map(|v| 2.0 * v).collect();
+    for (device, out) in [
+        ("interp", launch.run(&Device::interp(), &[&x])),
+        ("cpu auto", launch.run_as(&cpu, &[&x], Form::Auto)),
+        ("cpu grid loop", launch.run_as(&cpu, &[&x], Form::GridLoop)),
+        ("cpu batched", launch.run_as(&cpu, &[&x], Form::Batched)),
+    ] {
+        let got = out.unwrap_or_else(|e| panic!("{device}: {e}"))[0].to_f64_vec();
+        assert_eq!(got, want, "{device}");
     }
 }
 

@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use std::process::Command;
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
+use tessera_lowering::stablehlo::{emit_kernel_as, emit_kernel_checked, Form};
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
@@ -81,6 +82,19 @@ fn gather_of_row_blocks_by_prefetched_indices_matches_on_every_device() {
         .flat_map(|&b| xs[b as usize * ROWS * LANES..(b as usize + 1) * ROWS * LANES].to_vec())
         .collect();
     support::run_everywhere_exact(&gather_launch(n_out), &[&idx_t, &x], &want);
+    // Unchecked, every step's block is gathered at once; checked, the grid loop runs it and
+    // checks each block index the map reads from SMEM.
+    let program = gather_launch(n_out)
+        .trace_program(&[
+            (DType::I32, vec![n_out]),
+            (DType::F32, vec![v * ROWS, LANES]),
+        ])
+        .expect("traces");
+    let auto = emit_kernel_as(&program, Form::Auto).expect("emits");
+    assert!(auto.contains("\"stablehlo.gather\"") && !auto.contains("\"stablehlo.while\""));
+    let checked = emit_kernel_checked(&program, Form::Auto).expect("emits");
+    assert!(checked.text.contains("\"stablehlo.while\""));
+    assert!(!checked.checks.is_empty());
 }
 
 #[test]

@@ -613,21 +613,20 @@ fn blocks_from_different_grid_axes_meet_in_one_matmul() {
 }
 
 #[test]
-fn computed_index_maps_run_in_the_loop() {
-    // Blocks read in reverse order: `2 - i` is not a plain grid index, so the loop form runs.
+fn computed_index_maps_gather_their_blocks() {
+    // Blocks read in reverse order: `2 - i` is not a plain grid index, so the batched form
+    // evaluates the map for all steps at once and gathers each step's block.
     let p = Launch::new(&CopyK)
         .grid([3])
         .input(BlockSpec::new([8, 128], |i| (2 - i, 0)))
         .output(BlockSpec::new([8, 128], |i| (i, 0)), [24, 128])
         .trace_program(&[(DType::F32, vec![24, 128])])
         .unwrap();
-    let reason = batched_form_applies(&p).unwrap_err();
-    assert!(
-        reason.contains("neither a grid index nor a constant"),
-        "{reason}"
-    );
+    batched_form_applies(&p).unwrap();
     let text = emit_kernel(&p).unwrap();
     assert!(text.contains("\"stablehlo.subtract\""));
+    assert!(text.contains("\"stablehlo.gather\""), "{text}");
+    assert!(!text.contains("\"stablehlo.while\""), "{text}");
     let x = random(DType::F32, &[24, 128], 17);
     if let Some(out) = run(
         &text,
@@ -637,6 +636,33 @@ fn computed_index_maps_run_in_the_loop() {
         let xv = x.to_f64_vec();
         let want: Vec<f64> = (0..24 * 128)
             .map(|e| xv[(2 - e / (8 * 128)) * 8 * 128 + e % (8 * 128)])
+            .collect();
+        assert_eq!(out[0].to_f64_vec(), want);
+    }
+}
+
+#[test]
+fn blocks_shared_by_many_steps_are_not_gathered_for_each() {
+    // 64 steps read 2 blocks: gathering a copy per step would take 32x the array.
+    let p = Launch::new(&CopyK)
+        .grid([64])
+        .input(BlockSpec::new([8, 128], |i| (i / 32, 0)))
+        .output(BlockSpec::new([8, 128], |i| (i, 0)), [512, 128])
+        .trace_program(&[(DType::F32, vec![16, 128])])
+        .unwrap();
+    let reason = batched_form_applies(&p).unwrap_err();
+    assert!(reason.contains("over 4x its array"), "{reason}");
+    let text = emit_kernel(&p).unwrap();
+    assert!(text.contains("\"stablehlo.while\""), "{text}");
+    let x = random(DType::F32, &[16, 128], 18);
+    if let Some(out) = run(
+        &text,
+        std::slice::from_ref(&x),
+        &[(DType::F32, vec![512, 128])],
+    ) {
+        let xv = x.to_f64_vec();
+        let want: Vec<f64> = (0..512 * 128)
+            .map(|e| xv[(e / (8 * 128) / 32) * 8 * 128 + e % (8 * 128)])
             .collect();
         assert_eq!(out[0].to_f64_vec(), want);
     }

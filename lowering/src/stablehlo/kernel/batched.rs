@@ -1,7 +1,8 @@
 //! The batched form: all steps of the parallel grid axes at once, as `vmap` over the grid.
 //! Each operand array is reshaped and transposed into `grid axes it uses ++ block` (one block
 //! per grid step, in front), the body runs on these batched blocks (see `body.rs`), and
-//! outputs are transposed back. `arbitrary` axes, if any, stay a `while` loop (in the TPU's
+//! outputs are transposed back. A block's squeezed dims (size 1) are reshaped away where
+//! the body's refs lack them, and back for the outputs. `arbitrary` axes, if any, stay a `while` loop (in the TPU's
 //! order) around the batched body; outputs and scratch are carried through it, one block
 //! per parallel grid point. All-parallel grids whose body cannot tell steps apart skip the
 //! re-layout altogether: the body runs once on the whole arrays (`folded.rs`).
@@ -26,7 +27,7 @@
 //! step's ops run on the same block values, only many steps side by side.
 
 use super::body::BodyEmitter;
-use super::checks::{BoundsCheck, Checker};
+use super::checks::{block_needs_check, BoundsCheck, Checker};
 use super::error::EmitError;
 use super::folded;
 use super::grid_loop::grid_indices;
@@ -34,7 +35,7 @@ use super::plan::{Operand, Plan};
 use crate::dtype::DType;
 use crate::ir::discharge::{discharge, Discharged};
 use crate::ir::{Literal, OpKind, Operation, ValueId};
-use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
+use crate::stablehlo::{FuncBuilder, GatherDims, Module, TensorType, Value};
 
 /// How one dim of an operand's block moves across the grid.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -47,27 +48,11 @@ pub(super) enum DimMap {
 
 /// `Ok` when the launch's layout allows the batched form, else the reason it does not.
 fn check_layout(plan: &Plan) -> Result<(), String> {
-    if let Some(o) = plan
-        .inputs
-        .iter()
-        .chain(&plan.outputs)
-        .find(|o| o.view != o.block)
-    {
-        // The body's refs are not the blocks' re-layout (simple to add; not needed yet).
-        return Err(format!("its block {:?} has squeezed dims", o.block));
-    }
     if !plan.aliases.is_empty() {
         return Err("an output aliases an input (blocks it skips keep the input)".into());
     }
     if plan.manual_dma {
         return Err("it copies data by DMA (its steps run one by one)".into());
-    }
-    if !plan.prefetch.is_empty() {
-        // Data-dependent blocks are no fixed re-layout of the arrays.
-        return Err("it has scalar-prefetch arrays (index maps may read them)".into());
-    }
-    for (k, o) in plan.inputs.iter().enumerate() {
-        dim_maps(plan, o).map_err(|e| format!("input #{k}: {e}"))?;
     }
     for (k, o) in plan.outputs.iter().enumerate() {
         let maps = dim_maps(plan, o).map_err(|e| format!("output #{k}: {e}"))?;
@@ -134,29 +119,53 @@ pub(super) fn dim_maps(plan: &Plan, o: &Operand) -> Result<Vec<DimMap>, String> 
 
 /// The module, and the bounds checks of the body's traced starts when `checked` (then it
 /// returns their state last; the folded layout, which has no traced starts, is not tried).
-pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsCheck>), EmitError> {
-    check_layout(plan).map_err(|reason| EmitError::NotBatchable {
+/// `checking`: the launch runs checked, so blocks only known when it runs (index maps that
+/// read scalar-prefetch data) must be checked, which only the grid loop does.
+pub(super) fn emit(
+    plan: &Plan,
+    checked: bool,
+    checking: bool,
+) -> Result<(Module, Vec<BoundsCheck>), EmitError> {
+    let not_batchable = |reason: String| EmitError::NotBatchable {
         kernel: plan.name.to_string(),
         reason,
-    })?;
+    };
+    check_layout(plan).map_err(not_batchable)?;
     let grid = plan.grid.clone();
     let par: Vec<usize> = (0..grid.len()).filter(|&a| plan.parallel[a]).collect();
     let seq: Vec<usize> = (0..grid.len()).filter(|&a| !plan.parallel[a]).collect();
     let extents = |axes: &[usize]| axes.iter().map(|&a| grid[a]).collect::<Vec<_>>();
-    let all_maps = plan
-        .inputs
-        .iter()
-        .chain(&plan.outputs)
-        .map(|o| dim_maps(plan, o))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(EmitError::internal)?;
+    // Per input: its index map read as a re-layout, or why it is not one (then each step's
+    // block is gathered).
+    let in_maps: Vec<_> = plan.inputs.iter().map(|o| dim_maps(plan, o)).collect();
+    for (o, maps) in plan.inputs.iter().zip(&in_maps) {
+        if maps.is_err() && checking && block_needs_check(plan, o) {
+            return Err(not_batchable(format!(
+                "input `{}`: its blocks are only known when the kernel runs, and checked then by the grid loop",
+                o.name
+            )));
+        }
+    }
     let body = discharge(plan.body)?;
-    if seq.is_empty() && !checked {
-        if let Some(module) = folded::emit(plan, &body, &all_maps)? {
+    if seq.is_empty() && !checked && plan.prefetch.is_empty() {
+        let all_maps: Option<Vec<Vec<DimMap>>> = in_maps
+            .iter()
+            .map(|m| m.as_ref().ok().cloned())
+            .chain(plan.outputs.iter().map(|o| dim_maps(plan, o).ok()))
+            .collect();
+        if let Some(module) = match all_maps {
+            Some(maps) => folded::emit(plan, &body, &maps)?,
+            None => None,
+        } {
             return Ok((module, Vec::new()));
         }
     }
     let mut f = FuncBuilder::new("main");
+    let prefetch: Vec<Value> = plan
+        .prefetch
+        .iter()
+        .map(|a| f.arg(TensorType::new(a.shape.clone(), a.dtype)))
+        .collect();
     let args: Vec<Value> = plan
         .inputs
         .iter()
@@ -164,9 +173,14 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
         .collect();
     // Inputs are re-laid out once, before any loop.
     let mut inputs = Vec::new();
-    for ((o, x), maps) in plan.inputs.iter().zip(&args).zip(&all_maps) {
-        let (blocks, axes) = to_blocks(&mut f, &grid, o, maps, x)?;
-        inputs.push((o.param, blocks, axes));
+    for ((o, x), maps) in plan.inputs.iter().zip(&args).zip(&in_maps) {
+        let (blocks, axes) = match maps {
+            Ok(maps) => to_blocks(&mut f, &grid, o, maps, x)?,
+            Err(_) => gathered_blocks(&mut f, plan, o, x, &prefetch)?,
+        };
+        // The body's ref is the block without its squeezed (size-1) dims.
+        let views = with_block(&mut f, &blocks, axes.len(), &o.view)?;
+        inputs.push((o.param, views, axes));
     }
     // Outputs are carried as `parallel axes ++ sequential axes they use ++ block`, scratch as
     // `parallel axes ++ shape`: one per parallel grid point.
@@ -184,7 +198,7 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
             )
             .collect();
         init.push(f.zeros(TensorType::new(
-            [extents(&layout), o.block.clone()].concat(),
+            [extents(&layout), o.view.clone()].concat(),
             o.dtype,
         ))?);
         layouts.push(layout);
@@ -202,6 +216,7 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
     let ctx = Step {
         plan,
         body: &body,
+        prefetch: &prefetch,
         par: &par,
         inputs: &inputs,
         layouts: &layouts,
@@ -219,9 +234,10 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
         })?
     };
     let mut outs = Vec::new();
-    for ((o, blocks), layout) in plan.outputs.iter().zip(&carried).zip(&layouts) {
+    for ((o, views), layout) in plan.outputs.iter().zip(&carried).zip(&layouts) {
         let maps = dim_maps(plan, o).map_err(EmitError::internal)?;
-        outs.push(from_blocks(&mut f, o, &maps, blocks, layout)?);
+        let blocks = with_block(&mut f, views, layout.len(), &o.block)?;
+        outs.push(from_blocks(&mut f, o, &maps, &blocks, layout)?);
     }
     let mut refs: Vec<&Value> = outs.iter().collect();
     let table = match checks {
@@ -238,6 +254,8 @@ pub(super) fn emit(plan: &Plan, checked: bool) -> Result<(Module, Vec<BoundsChec
 struct Step<'p, 'a> {
     plan: &'p Plan<'a>,
     body: &'p Discharged<'a>,
+    /// The scalar-prefetch arrays, the same in every step.
+    prefetch: &'p [Value],
     par: &'p [usize],
     /// Per input: its ref param, its blocks and the grid axes their leading dims stand for.
     inputs: &'p [(ValueId, Value, Vec<usize>)],
@@ -259,6 +277,9 @@ impl Step<'_, '_> {
         let carried = Checker::split_state(checks, carried)?;
         let mut body =
             BodyEmitter::batched(self.body, plan.grid.clone(), self.par.to_vec(), looped);
+        for (a, x) in plan.prefetch.iter().zip(self.prefetch) {
+            body.set_ref(a.param, x.clone(), Vec::new());
+        }
         for (param, blocks, axes) in self.inputs {
             let (v, rest) = at_step(f, blocks, axes, looped)?;
             body.set_ref(*param, v, rest);
@@ -358,6 +379,20 @@ fn write_at_step(
     Ok(f.dynamic_update_slice(carried, &update, &refs)?)
 }
 
+/// `v` (`lead` leading grid dims, then a block or its view) with its block dims reshaped to
+/// `block`: the squeezed size-1 dims dropped or put back. As it is when they agree.
+fn with_block(
+    f: &mut FuncBuilder,
+    v: &Value,
+    lead: usize,
+    block: &[usize],
+) -> Result<Value, EmitError> {
+    if &v.shape()[lead..] == block {
+        return Ok(v.clone());
+    }
+    Ok(f.reshape(v, &[&v.shape()[..lead], block].concat())?)
+}
+
 /// `array` with each constant-index dim sliced to its one block (the other dims whole).
 pub(super) fn const_blocks(
     f: &mut FuncBuilder,
@@ -417,6 +452,76 @@ fn to_blocks(
         .chain(block_pos.iter().copied())
         .collect();
     Ok((f.transpose(&x, &perm)?, used))
+}
+
+/// How many times its array's size the gathered blocks of an input may take.
+const GATHER_LIMIT: usize = 4;
+
+/// An input whose index map is no fixed re-layout (it reads scalar-prefetch data, say): the
+/// map evaluated for all grid steps at once, then each step's block gathered from the array
+/// `x` at `block index * block`, where `gather` clamps as the grid loop's `dynamic_slice`
+/// does. Returns `axes ++ block` and `axes`, the grid axes the block indices depend on.
+fn gathered_blocks(
+    f: &mut FuncBuilder,
+    plan: &Plan,
+    o: &Operand,
+    x: &Value,
+    prefetch: &[Value],
+) -> Result<(Value, Vec<usize>), EmitError> {
+    if o.whole() {
+        return Ok((x.clone(), Vec::new()));
+    }
+    let grid = &plan.grid;
+    let map = discharge(o.index_map)?;
+    let mut eval = BodyEmitter::batched(&map, grid.clone(), (0..grid.len()).collect(), &[]);
+    let (ids, refs) = o.index_map.params().split_at(grid.len());
+    for (a, &p) in ids.iter().enumerate() {
+        let steps = f.iota(TensorType::new([grid[a]], DType::I32), 0)?;
+        eval.set_ref(p, steps, vec![a]);
+    }
+    for (&p, x) in refs.iter().zip(prefetch) {
+        eval.set_ref(p, x.clone(), Vec::new());
+    }
+    eval.emit_body(f)?;
+    let results = o.index_map.results();
+    let mut axes = std::collections::BTreeSet::new();
+    for &r in results {
+        axes.extend(eval.batched_value(r)?.1);
+    }
+    let axes: Vec<usize> = axes.into_iter().collect();
+    let lead: Vec<usize> = axes.iter().map(|&a| grid[a]).collect();
+    // Every step gets its own copy of its block: where steps share blocks a lot, the grid
+    // loop's one block at a time is the better program.
+    let copies = lead.iter().product::<usize>() * o.block.iter().product::<usize>();
+    let array = o.array.iter().product::<usize>();
+    if copies > GATHER_LIMIT * array {
+        return Err(EmitError::NotBatchable {
+            kernel: plan.name.to_string(),
+            reason: format!(
+                "input `{}`: gathering every step's block takes {copies} elements, over {GATHER_LIMIT}x its array's {array}",
+                o.name
+            ),
+        });
+    }
+    let one = [lead.as_slice(), &[1]].concat();
+    let mut columns = Vec::with_capacity(results.len());
+    for (&r, &b) in results.iter().zip(&o.block) {
+        let index = eval.value_over(f, r, &axes)?;
+        let size = f.scalar(DType::I32, b as f64)?;
+        let size = f.broadcast_in_dim(&size, &lead, &[])?;
+        let start = f.mul(&index, &size)?;
+        columns.push(f.reshape(&start, &one)?);
+    }
+    let refs: Vec<&Value> = columns.iter().collect();
+    let starts = f.concatenate(&refs, lead.len())?;
+    let n = lead.len();
+    let dims = GatherDims {
+        offset_dims: (n..n + o.block.len()).collect(),
+        collapsed_slice_dims: Vec::new(),
+        start_index_map: (0..o.block.len()).collect(),
+        index_vector_dim: n,
+    };
+    Ok((f.gather(x, &starts, &dims, &o.block)?, axes))
 }
 
 /// `layout axes ++ block` -> `array`: the inverse of [`to_blocks`] for outputs (whose

@@ -11,9 +11,11 @@
 //! axes, except `dot`, whose operands' distinct axes become free dims of one `dot_general`
 //! (so `x[i] @ y[j]` over a 2-D grid is one matmul, not a broadcast).
 //!
-//! The batched form cannot express per-step control flow: an `if` condition, `fori` bound or
-//! slice offset that carries axes is reported as [`EmitError::NotBatchable`], and the caller
-//! falls back to the grid loop. Values leaving a region carry every axis (both branches of an
+//! The batched form cannot express per-step control flow: an `if` condition or `fori` bound
+//! that carries axes is reported as [`EmitError::NotBatchable`], and the caller falls back to
+//! the grid loop. A slice offset that carries axes reads each step's window with one `gather`
+//! where the ref is the same in every step (a scalar-prefetch array read at `program_id`);
+//! else it is reported too. Values leaving a region carry every axis (both branches of an
 //! `if`, and every trip of a loop, must agree on types).
 //!
 //! A ref version carries axes like any value: a window write lifts the version and the
@@ -25,7 +27,7 @@ use super::translate::{grid_axis, translate, Layout};
 use crate::dtype::DType;
 use crate::ir::discharge::{Discharged, Kind, Op, Region};
 use crate::ir::{Offset, OpKind, Operation, ValueId};
-use crate::stablehlo::{BinaryOp, DotDims, FuncBuilder, TensorType, Value};
+use crate::stablehlo::{BinaryOp, DotDims, FuncBuilder, GatherDims, TensorType, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
@@ -191,6 +193,21 @@ impl<'a> BodyEmitter<'a> {
         self.lift(f, &self.get(last)?, &self.all_axes())
     }
 
+    /// The value of `id` and the grid axes its leading dims stand for.
+    pub(super) fn batched_value(&self, id: ValueId) -> Result<(Value, Vec<usize>), EmitError> {
+        self.get(id).map(|b| (b.v, b.axes))
+    }
+
+    /// The value of `id` broadcast to carry `axes` (a superset of its own, sorted).
+    pub(super) fn value_over(
+        &self,
+        f: &mut FuncBuilder,
+        id: ValueId,
+        axes: &[usize],
+    ) -> Result<Value, EmitError> {
+        self.lift(f, &self.get(id)?, axes)
+    }
+
     fn all_axes(&self) -> Vec<usize> {
         self.batch_axes.clone()
     }
@@ -288,6 +305,10 @@ impl<'a> BodyEmitter<'a> {
         let r = self.get(src)?;
         let nb = r.axes.len();
         let full_sizes = [self.extents(&r.axes).as_slice(), sizes].concat();
+        let varying = self.varying_axes(starts)?;
+        if !varying.is_empty() {
+            return self.gather_window(f, op, &r, starts, sizes, &varying);
+        }
         let v = if let Some(st) = static_starts(starts) {
             let lo = [vec![0; nb], st].concat();
             let hi: Vec<usize> = lo.iter().zip(&full_sizes).map(|(a, b)| a + b).collect();
@@ -300,6 +321,71 @@ impl<'a> BodyEmitter<'a> {
             f.dynamic_slice(&r.v, &refs, &full_sizes)?
         };
         Ok(Batched { v, axes: r.axes })
+    }
+
+    /// The grid axes the traced starts among `starts` carry (sorted): the steps read
+    /// different windows along them.
+    fn varying_axes(&self, starts: &[Offset]) -> Result<Vec<usize>, EmitError> {
+        let mut axes = BTreeSet::new();
+        for s in starts {
+            if let Offset::Dynamic(v) = s {
+                axes.extend(self.get(*v)?.axes);
+            }
+        }
+        Ok(axes.into_iter().collect())
+    }
+
+    /// A window read at starts that differ between the steps of `varying`: one `gather` of
+    /// every step's window from `r`, which must be the same in every step (a scalar-prefetch
+    /// array read at `program_id`, say). Its starts are clamped as `dynamic_slice`'s are,
+    /// so checked mode, which reports them instead, keeps the grid loop.
+    fn gather_window(
+        &mut self,
+        f: &mut FuncBuilder,
+        op: &Operation,
+        r: &Batched,
+        starts: &[Offset],
+        sizes: &[usize],
+        varying: &[usize],
+    ) -> Result<Batched, EmitError> {
+        if !r.axes.is_empty() || self.checks.is_some() {
+            let why = if r.axes.is_empty() { "a checked" } else { "an" };
+            return Err(EmitError::NotBatchable {
+                kernel: self.func.func.name.clone(),
+                reason: format!(
+                    "{}: `{}` has {why} offset that depends on the grid step",
+                    op.loc,
+                    op.kind.name()
+                ),
+            });
+        }
+        let lead = self.extents(varying);
+        let one = [lead.as_slice(), &[1]].concat();
+        let mut columns = Vec::with_capacity(starts.len());
+        for s in starts {
+            let start = match s {
+                Offset::Static(s) => {
+                    let v = f.scalar(DType::I32, *s as f64)?;
+                    f.broadcast_in_dim(&v, &lead, &[])?
+                }
+                Offset::Dynamic(v) => self.lift(f, &self.get(*v)?, varying)?,
+            };
+            columns.push(f.reshape(&start, &one)?);
+        }
+        let refs: Vec<&Value> = columns.iter().collect();
+        let indices = f.concatenate(&refs, lead.len())?;
+        let n = lead.len();
+        let dims = GatherDims {
+            offset_dims: (n..n + sizes.len()).collect(),
+            collapsed_slice_dims: Vec::new(),
+            start_index_map: (0..sizes.len()).collect(),
+            index_vector_dim: n,
+        };
+        let v = f.gather(&r.v, &indices, &dims, sizes)?;
+        Ok(Batched {
+            v,
+            axes: varying.to_vec(),
+        })
     }
 
     /// The ref version `dst` with the window `value` written at `starts`.

@@ -14,7 +14,7 @@
 //! hold no grid axis, and values the same in every step (constants, `iota`, blocks read at a
 //! constant index), which are tiled where they meet a folded dim, and static slices that take
 //! folded dims whole. Anything else (`program_id`, other slices, element access, regions,
-//! reshapes of folded values, an axis ending up in two dims of one value, or in a dim other
+//! squeezed block dims, reshapes of folded values, an axis ending up in two dims of one value, or in a dim other
 //! than the output's) makes [`emit`] return `None`, and the batched form uses its
 //! leading-grid-dims layout instead.
 
@@ -88,6 +88,16 @@ struct Fold<'p> {
 
 impl Fold<'_> {
     fn module(&mut self, plan: &Plan, maps: &[Vec<DimMap>]) -> Result<Module, Stop> {
+        // A squeezed dim is an array dim the body's values lack: no dim of theirs can hold
+        // its steps.
+        if plan
+            .inputs
+            .iter()
+            .chain(&plan.outputs)
+            .any(|o| o.view != o.block)
+        {
+            return Err(Stop::Unfoldable);
+        }
         let (in_maps, out_maps) = maps.split_at(plan.inputs.len());
         let mut f = FuncBuilder::new("main");
         for (o, m) in plan.inputs.iter().zip(in_maps) {

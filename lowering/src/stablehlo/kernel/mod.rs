@@ -117,12 +117,13 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
     let plan = plan_of(&program)?;
     plan.check()?;
     let checked = checked && checks::needs_checks(&plan);
-    // The batched form and the contraction only take index maps that are in-bounds re-layouts
-    // (`batched::dim_maps`): only the body's traced starts are theirs to check.
+    // The contraction only takes index maps that are in-bounds re-layouts (`batched::dim_maps`),
+    // and the batched form also maps checked at trace time (it refuses the others when
+    // `checked`): only the body's traced starts are theirs to check.
     let body_checked = checked && checks::has_dynamic_starts(&plan.body.body);
     let (module, checks) = match form {
         Form::GridLoop => grid_loop::emit(&plan, checked)?,
-        Form::Batched => batched::emit(&plan, body_checked)?,
+        Form::Batched => batched::emit(&plan, body_checked, checked)?,
         Form::Auto if plan.parallel.contains(&false) => {
             let contraction = match body_checked {
                 true => None,
@@ -137,7 +138,7 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
             }
         }
         // Whether the batched form applies is only fully known once its body is translated.
-        Form::Auto => match batched::emit(&plan, body_checked) {
+        Form::Auto => match batched::emit(&plan, body_checked, checked) {
             Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan, checked)?,
             other => other?,
         },
@@ -158,7 +159,7 @@ pub fn batched_form_applies(program: &KernelProgram) -> Result<(), String> {
     let program = desugar::for_stablehlo(program);
     let plan = plan_of(&program).map_err(|e| e.to_string())?;
     plan.check().map_err(|e| e.to_string())?;
-    match batched::emit(&plan, false) {
+    match batched::emit(&plan, false, false) {
         Ok(_) => Ok(()),
         Err(EmitError::NotBatchable { reason, .. }) => Err(reason),
         Err(e) => Err(e.to_string()),
