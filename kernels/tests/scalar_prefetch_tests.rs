@@ -116,6 +116,51 @@ fn a_loop_whose_trip_count_is_read_from_smem_matches_on_every_device() {
     }
 }
 
+#[test]
+fn a_gather_along_a_sequential_axis_runs_batched() {
+    // Row block `idx[i]`, column block `j` (sequential): the batched form gathers the blocks
+    // of every (i, j) at once and loops over j.
+    let (v, n_out) = (5, 4);
+    let launch = gather_rows::launch()
+        .grid([n_out, 2])
+        .input(BlockSpec::prefetch([ROWS, LANES], |g, p| {
+            (p[0].load_scalar([g[0]]), g[1])
+        }))
+        .output(
+            BlockSpec::new([ROWS, LANES], |i, j| (i, j)),
+            [n_out * ROWS, 2 * LANES],
+        )
+        .semantics([Parallel, Arbitrary]);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+    let x = random_f32(&mut rng, vec![v * ROWS, 2 * LANES]);
+    let idx: Vec<i32> = (0..n_out).map(|_| rng.gen_range(0..v as i32)).collect();
+    let idx_t = HostTensor::from_vec(vec![n_out], idx.clone());
+    let (xs, row) = (x.to_f64_vec(), 2 * LANES);
+    let want: Vec<f64> = idx
+        .iter()
+        .flat_map(|&b| xs[b as usize * ROWS * row..(b as usize + 1) * ROWS * row].to_vec())
+        .collect();
+    let cpu = Device::cpu().expect("the XLA CPU plugin is installed");
+    // Checked, the blocks the map reads from SMEM are checked by the grid loop (Auto picks
+    // it; Batched refuses).
+    for (form, checked) in [
+        (Form::Batched, false),
+        (Form::Auto, false),
+        (Form::Auto, true),
+        (Form::GridLoop, true),
+    ] {
+        let out = launch
+            .run_checked(&cpu, &[&idx_t, &x], form, checked)
+            .expect("runs");
+        assert_eq!(out[0].to_f64_vec(), want, "{form:?} checked {checked}");
+    }
+    let refused = launch.run_checked(&cpu, &[&idx_t, &x], Form::Batched, true);
+    assert!(
+        matches!(&refused, Err(RuntimeError::Emit(e)) if e.to_string().contains("checked then by the grid loop")),
+        "{refused:?}"
+    );
+}
+
 fn programs() -> Vec<(&'static str, KernelProgram)> {
     let i32s = |shape: Vec<usize>| (DType::I32, shape);
     let f32s = |shape: Vec<usize>| (DType::F32, shape);
