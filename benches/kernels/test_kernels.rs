@@ -1,7 +1,8 @@
 //! DSL test kernels (not shipped) with a hand-written counterpart of the same math in plain
 //! StableHLO, as a JAX user would write it without Pallas: the kernels are those of
 //! kernels/tests (scan_tests, block_dims_tests, int8_matmul_tests, scalar_prefetch_tests,
-//! grouped_matmul_tests, while_tests), repeated here because a bench cannot import a test.
+//! grouped_matmul_tests, while_tests): those three share their kernel and launch from
+//! kernels/tests/shared/, the short others are repeated here.
 //! Inputs are seeded and valid (indices in range, sorted group offsets).
 
 use rand::{Rng, SeedableRng};
@@ -10,6 +11,13 @@ use tessera::lowering::trace::Launch;
 use tessera::lowering::HostTensor;
 use tessera_macros::tpu_kernel;
 
+#[path = "../../kernels/tests/shared/row_cumsum.rs"]
+mod carried_cumsum;
+#[path = "../../kernels/tests/shared/grouped_matmul.rs"]
+mod grouped_matmul;
+#[path = "../../kernels/tests/shared/sum_while.rs"]
+mod sum_while;
+
 /// One f32 sublane tile of rows; lanes.
 const ROWS: usize = 8;
 const LANES: usize = 128;
@@ -17,18 +25,6 @@ const LANES: usize = 128;
 #[tpu_kernel]
 fn row_cumsum(x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load().cumsum(1));
-}
-
-/// The running total carried in scratch along the sequential column-block axis.
-#[tpu_kernel]
-fn row_cumsum_carried(x: &Ref<f32>, o: &mut RefMut<f32>, carry: &mut Scratch<f32>) {
-    if program_id(1).eq(0) {
-        carry.store(zeros());
-    }
-    let t = x.load();
-    let before = carry.load();
-    o.store(t.cumsum(1) + before);
-    carry.store(before + t.sum(1, true));
 }
 
 /// `[b, m, k] @ [b, k, n]`, the batch dim squeezed out of the blocks.
@@ -48,49 +44,6 @@ fn int8_matmul(x: &Ref<i8>, y: &Ref<i8>, scale: &Ref<f32>, o: &mut RefMut<f32>) 
 #[tpu_kernel]
 fn gather_rows(_idx: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
     o.store(x.load());
-}
-
-/// Rows `offs[g] .. offs[g + 1]` of `x` times `w[g]`, accumulated over the sequential group
-/// axis; groups a row block does not overlap skip the `dot`.
-#[tpu_kernel]
-fn grouped_matmul(
-    offs: &Prefetch<i32>,
-    x: &Ref<f32>,
-    w: &Ref<f32>,
-    o: &mut RefMut<f32>,
-    acc: &mut Scratch<f32>,
-) {
-    let g = program_id(2);
-    if g.eq(0) {
-        acc.store(zeros());
-    }
-    let lo = offs.load_scalar([g]);
-    let hi = offs.load_scalar([g + 1]);
-    let first = program_id(0) * GMM_BM as i32;
-    if lo.lt(first + GMM_BM as i32) & hi.gt(first) {
-        let rows = iota::<i32>([GMM_BM, GMM_BN], 0) + first;
-        let mine = rows.ge(lo) & rows.lt(hi);
-        acc.store(where_(mine, dot(x.load(), w.load()), acc.load()));
-    }
-    if g.eq(num_programs(2) - 1) {
-        o.store(acc.load());
-    }
-}
-
-const GMM_BM: usize = 8;
-const GMM_BN: usize = 128;
-
-/// `o = sum(x[0 .. n])` over the leading dim, `n` read from SMEM, as a traced `while`.
-#[tpu_kernel]
-fn sum_while(n: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
-    let count = n.load_scalar([0]);
-    let mut i = scalar::<i32>(0);
-    let mut acc = full::<f32>([1, ROWS, LANES], 0.0);
-    while i.lt(count) {
-        acc = acc + x.load_slice((i, 0, 0), [1, ROWS, LANES]);
-        i = i + 1;
-    }
-    o.store(acc);
 }
 
 /// A test kernel's launch, its seeded inputs and the hand-written module of the same math.
@@ -151,12 +104,13 @@ pub fn cases() -> Vec<Case> {
     });
     cases.push(Case {
         name: "row_cumsum_carried",
-        launch: row_cumsum_carried::launch()
-            .grid([rows / ROWS, cols / LANES])
-            .input(BlockSpec::new([ROWS, LANES], |i, j| (i, j)))
-            .output(BlockSpec::new([ROWS, LANES], |i, j| (i, j)), [rows, cols])
-            .scratch(Vmem::<f32>::new([ROWS, LANES]))
-            .semantics([Parallel, Arbitrary]),
+        launch: carried_cumsum::cumsum_launch(
+            carried_cumsum::row_cumsum_f32::launch(),
+            tessera::lowering::DType::F32,
+            rows,
+            cols,
+            LANES,
+        ),
         inputs: vec![random_f32(&mut rng, vec![rows, cols])],
         hand: cumsum_hand("row_cumsum_carried"),
     });
@@ -297,13 +251,7 @@ pub fn cases() -> Vec<Case> {
     let b3 = ty(&[m, groups, n], "i1");
     cases.push(Case {
         name: "grouped_matmul",
-        launch: grouped_matmul::launch()
-            .grid([m / GMM_BM, n / GMM_BN, groups])
-            .input(BlockSpec::new([GMM_BM, k], |i, _j, _g| (i, 0)))
-            .input(BlockSpec::new([1, k, GMM_BN], |_i, j, g| (g, 0, j)).squeeze([0]))
-            .output(BlockSpec::new([GMM_BM, GMM_BN], |i, j, _g| (i, j)), [m, n])
-            .scratch(Vmem::<f32>::new([GMM_BM, GMM_BN]))
-            .semantics([Parallel, Parallel, Arbitrary]),
+        launch: grouped_matmul::gmm_launch(m, k, n, groups),
         inputs: vec![
             HostTensor::from_vec(vec![groups + 1], offs),
             random_f32(&mut rng, vec![m, k]),
@@ -346,15 +294,9 @@ pub fn cases() -> Vec<Case> {
         ty(&[slabs, ROWS, LANES], "i1"),
     );
     let rt = ty(&[ROWS, LANES], "f32");
-    let (x_in, x_whole) = (
-        BlockSpec::new([slabs, ROWS, LANES], || [0, 0, 0]),
-        BlockSpec::new([1, ROWS, LANES], || [0, 0, 0]),
-    );
     cases.push(Case {
         name: "sum_while",
-        launch: sum_while::launch()
-            .input(x_in)
-            .output(x_whole, [1, ROWS, LANES]),
+        launch: sum_while::sum_launch(slabs),
         inputs: vec![
             HostTensor::from_vec(vec![1], vec![count]),
             random_f32(&mut rng, vec![slabs, ROWS, LANES]),

@@ -14,50 +14,14 @@ use tessera_lowering::stablehlo::{emit_kernel, Form};
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
+
+#[path = "shared/row_cumsum.rs"]
+mod row_cumsum;
+use row_cumsum::{cumsum_launch, row_cumsum_f32, row_cumsum_i32};
 use tessera_runtime::{Device, LaunchExt, RuntimeError};
 
-/// Rows per block: one f32 sublane tile.
-const ROWS: usize = 8;
+use row_cumsum::ROWS;
 const LANES: usize = 128;
-
-/// Row cumulative sum of one `(row block, column block)`: the block's own scan plus the
-/// total of the row's earlier column blocks, which `carry` holds (column axis sequential).
-#[tpu_kernel]
-fn row_cumsum_f32(x: &Ref<f32>, o: &mut RefMut<f32>, carry: &mut Scratch<f32>) {
-    if program_id(1).eq(0) {
-        carry.store(zeros());
-    }
-    let t = x.load();
-    let before = carry.load();
-    o.store(t.cumsum(1) + before);
-    carry.store(before + t.sum(1, true));
-}
-
-#[tpu_kernel]
-fn row_cumsum_i32(x: &Ref<i32>, o: &mut RefMut<i32>, carry: &mut Scratch<i32>) {
-    if program_id(1).eq(0) {
-        carry.store(zeros());
-    }
-    let t = x.load();
-    let before = carry.load();
-    o.store(t.cumsum(1) + before);
-    carry.store(before + t.sum(1, true));
-}
-
-/// `[rows, cols]` in `[ROWS, bc]` blocks, columns sequential.
-fn cumsum_launch(kernel: Launch, dtype: DType, rows: usize, cols: usize, bc: usize) -> Launch {
-    let scratch = if dtype == DType::I32 {
-        Vmem::<i32>::new([ROWS, bc])
-    } else {
-        Vmem::<f32>::new([ROWS, bc])
-    };
-    kernel
-        .grid([rows / ROWS, cols / bc])
-        .input(BlockSpec::new([ROWS, bc], |i, j| (i, j)))
-        .output(BlockSpec::new([ROWS, bc], |i, j| (i, j)), [rows, cols])
-        .scratch(scratch)
-        .semantics([Parallel, Arbitrary])
-}
 
 /// Whole rows per block, every step parallel: running sum, maximum and minimum of each row,
 /// and the running sum down each column of the block (along the sublanes). On the CPU plugin

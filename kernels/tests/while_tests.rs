@@ -13,24 +13,11 @@ use tessera_lowering::prelude::*;
 use tessera_lowering::trace::{KernelProgram, TraceError};
 use tessera_lowering::HostTensor;
 use tessera_macros::tpu_kernel;
+
+#[path = "shared/sum_while.rs"]
+mod sum_while;
+use sum_while::{sum_launch, whole, LANES, ROWS};
 use tessera_runtime::{Device, LaunchExt, RuntimeError};
-
-const ROWS: usize = 8;
-const LANES: usize = 128;
-
-/// `o = sum(x[0 .. n])` over the leading dim, `n` read from SMEM, as a `while` on a
-/// carried counter.
-#[tpu_kernel]
-fn sum_while(n: &Prefetch<i32>, x: &Ref<f32>, o: &mut RefMut<f32>) {
-    let count = n.load_scalar([0]);
-    let mut i = scalar::<i32>(0);
-    let mut acc = full::<f32>([1, ROWS, LANES], 0.0);
-    while i.lt(count) {
-        acc = acc + x.load_slice((i, 0, 0), [1, ROWS, LANES]);
-        i = i + 1;
-    }
-    o.store(acc);
-}
 
 /// Sums the slabs of `x` along the chain `head[0] -> next[head] -> ...` until an index of
 /// -1: the trip count is the chain's length, known only by walking it.
@@ -43,20 +30,6 @@ fn chain_sum(head: &Prefetch<i32>, next: &Prefetch<i32>, x: &Ref<f32>, o: &mut R
         node = next.load_scalar([node]);
     }
     o.store(acc);
-}
-
-fn whole(k: usize) -> (BlockSpec, BlockSpec) {
-    (
-        BlockSpec::new([k, ROWS, LANES], || [0, 0, 0]),
-        BlockSpec::new([1, ROWS, LANES], || [0, 0, 0]),
-    )
-}
-
-fn sum_launch(k: usize) -> Launch {
-    let (input, output) = whole(k);
-    sum_while::launch()
-        .input(input)
-        .output(output, [1, ROWS, LANES])
 }
 
 fn chain_launch(k: usize) -> Launch {
