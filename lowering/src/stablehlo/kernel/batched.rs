@@ -1,23 +1,27 @@
 //! The batched form: all steps of the parallel grid axes at once, as `vmap` over the grid.
 //! Each operand array is reshaped and transposed into `grid axes it uses ++ block` (one block
 //! per grid step, in front), the body runs on these batched blocks (see `body.rs`), and
-//! outputs are transposed back. A block's squeezed dims (size 1) are reshaped away where
-//! the body's refs lack them, and back for the outputs. `arbitrary` axes, if any, stay a `while` loop (in the TPU's
-//! order) around the batched body; outputs and scratch are carried through it, one block
-//! per parallel grid point. All-parallel grids whose body cannot tell steps apart skip the
-//! re-layout altogether: the body runs once on the whole arrays (`folded.rs`).
+//! outputs are transposed back. An input whose index map is no such re-layout (it reads
+//! scalar-prefetch data, or computes `2 - i`) has its map evaluated for all steps at once and
+//! each step's block gathered ([`gathered_blocks`]). A block's squeezed dims (size 1) are
+//! reshaped away where the body's refs lack them, and back for the outputs. `arbitrary` axes,
+//! if any, stay a `while` loop (in the TPU's order) around the batched body; outputs and
+//! scratch are carried through it, one block per parallel grid point. All-parallel grids
+//! whose body cannot tell steps apart skip the re-layout altogether: the body runs once on
+//! the whole arrays (`folded.rs`).
 //!
-//! Legal when every step's blocks are a fixed re-layout of the arrays and parallel steps
-//! cannot observe each other (checked by [`check_layout`]):
-//! - every index-map result is a grid index itself (distinct grid axes within one operand,
-//!   array dim = grid extent * block dim) or a constant block index;
+//! Legal when every step's output blocks are a fixed re-layout of the arrays and parallel
+//! steps cannot observe each other (checked by [`check_layout`]):
+//! - every output's index-map result is a grid index itself (distinct grid axes within one
+//!   operand, array dim = grid extent * block dim) or a constant block index;
 //! - every output uses every parallel grid axis of extent > 1 (each output block is written
 //!   by one parallel point) and has constant index 0 only on dims its block covers whole;
 //!
-//! and when the body has no per-step control flow along parallel axes: `if` conditions,
-//! `fori` bounds and dynamic slice offsets must not depend on parallel `program_id`s or on
-//! block contents (the body translator reports these as it meets them). `program_id` of a
-//! parallel axis is an iota over that axis; of a looped axis, the loop's index.
+//! and when the body has no per-step control flow along parallel axes: `if` conditions and
+//! `fori` bounds must not depend on parallel `program_id`s or on block contents, nor slice
+//! offsets, except into refs the same in every step (a gather then; the body translator
+//! reports the others as it meets them). `program_id` of a parallel axis is an iota over that
+//! axis; of a looped axis, the loop's index.
 //!
 //! Scratch is per parallel point here but shared by all steps in the grid loop: the forms
 //! agree for kernels that keep the promise `parallel` makes (Pallas': steps of a parallel

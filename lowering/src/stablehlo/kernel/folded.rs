@@ -14,9 +14,9 @@
 //! hold no grid axis, and values the same in every step (constants, `iota`, blocks read at a
 //! constant index), which are tiled where they meet a folded dim, and static slices that take
 //! folded dims whole. Anything else (`program_id`, other slices, element access, regions,
-//! squeezed block dims, reshapes of folded values, an axis ending up in two dims of one value, or in a dim other
-//! than the output's) makes [`emit`] return `None`, and the batched form uses its
-//! leading-grid-dims layout instead.
+//! squeezed block dims, reshapes of folded values, an axis ending up in two dims of one
+//! value, or in a dim other than the output's) makes [`emit`] return `None`, and the batched
+//! form uses its leading-grid-dims layout instead.
 
 use super::batched::{const_blocks, DimMap};
 use super::error::EmitError;
