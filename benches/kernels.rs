@@ -1,7 +1,7 @@
 //! Each shipped kernel, lowered by Tessera, vs the same math written by hand as plain
 //! StableHLO (one `dot_general`, whole-array softmax, ...), both on the CPU plugin with inputs
 //! on device; and the DSL test kernels of #16 with a hand-written counterpart of the same math
-//! (`kernels/test_kernels.rs`). Both of a pair must agree on seeded inputs before they are
+//! (`benches/kernels/test_kernels.rs`). Both of a pair must agree on seeded inputs before they are
 //! timed. Criterion times each; a side-by-side pass at the end prints the ratio
 //! handwritten/tessera of interleaved medians (goal >= 0.95).
 //!
@@ -16,9 +16,19 @@ use tessera::lowering::stablehlo::Form;
 use tessera::lowering::DType;
 use tessera::runtime::{compile_program, Buffer, CompileOptions, Device, Executable, HostTensor};
 
-fn t(shape: &[usize]) -> String {
+/// The StableHLO tensor type of `shape` and element type `dtype` ("f32", "i8", ...).
+fn ty(shape: &[usize], dtype: &str) -> String {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    format!("tensor<{}xf32>", dims.join("x"))
+    format!("tensor<{}x{dtype}>", dims.join("x"))
+}
+
+fn t(shape: &[usize]) -> String {
+    ty(shape, "f32")
+}
+
+/// A hand-written module named after its kernel, around its `main`.
+fn module(name: &str, body: String) -> String {
+    format!("module @hand_{name} {{\n{body}\n}}")
 }
 
 /// Hand-written StableHLO of each kernel's math for a problem shape.
@@ -83,7 +93,7 @@ fn handwritten(name: &str, s: &[usize]) -> String {
         }
         other => panic!("no handwritten StableHLO for `{other}`"),
     };
-    format!("module @hand_{name} {{\n{body}\n}}")
+    module(name, body)
 }
 
 struct Pair {

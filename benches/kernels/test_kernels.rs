@@ -5,6 +5,7 @@
 //! kernels/tests/shared/, the short others are repeated here.
 //! Inputs are seeded and valid (indices in range, sorted group offsets).
 
+use super::{module, ty};
 use rand::{Rng, SeedableRng};
 use tessera::lowering::prelude::*;
 use tessera::lowering::trace::Launch;
@@ -52,15 +53,6 @@ pub struct Case {
     pub launch: Launch,
     pub inputs: Vec<HostTensor>,
     pub hand: String,
-}
-
-fn ty(shape: &[usize], dtype: &str) -> String {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    format!("tensor<{}x{dtype}>", dims.join("x"))
-}
-
-fn module(name: &str, body: String) -> String {
-    format!("module @hand_{name} {{\n{body}\n}}")
 }
 
 fn random_f32(rng: &mut rand::rngs::StdRng, shape: Vec<usize>) -> HostTensor {

@@ -30,7 +30,7 @@
 //! (`if program_id(k) == 0 { acc = 0 }`) does not. The result is then the grid loop's: each
 //! step's ops run on the same block values, only many steps side by side.
 
-use super::body::BodyEmitter;
+use super::body::{gather_windows, BodyEmitter};
 use super::checks::{block_needs_check, BoundsCheck, Checker};
 use super::error::EmitError;
 use super::folded;
@@ -39,7 +39,7 @@ use super::plan::{Operand, Plan};
 use crate::dtype::DType;
 use crate::ir::discharge::{discharge, Discharged};
 use crate::ir::{Literal, OpKind, Operation, ValueId};
-use crate::stablehlo::{FuncBuilder, GatherDims, Module, TensorType, Value};
+use crate::stablehlo::{FuncBuilder, Module, TensorType, Value};
 
 /// How one dim of an operand's block moves across the grid.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -385,7 +385,7 @@ fn write_at_step(
 
 /// `v` (`lead` leading grid dims, then a block or its view) with its block dims reshaped to
 /// `block`: the squeezed size-1 dims dropped or put back. As it is when they agree.
-fn with_block(
+pub(super) fn with_block(
     f: &mut FuncBuilder,
     v: &Value,
     lead: usize,
@@ -490,7 +490,7 @@ fn gathered_blocks(
     let results = o.index_map.results();
     let mut axes = std::collections::BTreeSet::new();
     for &r in results {
-        axes.extend(eval.batched_value(r)?.1);
+        axes.extend(eval.axes_of(r)?);
     }
     let axes: Vec<usize> = axes.into_iter().collect();
     let lead: Vec<usize> = axes.iter().map(|&a| grid[a]).collect();
@@ -507,25 +507,14 @@ fn gathered_blocks(
             ),
         });
     }
-    let one = [lead.as_slice(), &[1]].concat();
-    let mut columns = Vec::with_capacity(results.len());
+    let mut starts = Vec::with_capacity(results.len());
     for (&r, &b) in results.iter().zip(&o.block) {
         let index = eval.value_over(f, r, &axes)?;
         let size = f.scalar(DType::I32, b as f64)?;
         let size = f.broadcast_in_dim(&size, &lead, &[])?;
-        let start = f.mul(&index, &size)?;
-        columns.push(f.reshape(&start, &one)?);
+        starts.push(f.mul(&index, &size)?);
     }
-    let refs: Vec<&Value> = columns.iter().collect();
-    let starts = f.concatenate(&refs, lead.len())?;
-    let n = lead.len();
-    let dims = GatherDims {
-        offset_dims: (n..n + o.block.len()).collect(),
-        collapsed_slice_dims: Vec::new(),
-        start_index_map: (0..o.block.len()).collect(),
-        index_vector_dim: n,
-    };
-    Ok((f.gather(x, &starts, &dims, &o.block)?, axes))
+    Ok((gather_windows(f, x, &starts, &lead, &o.block)?, axes))
 }
 
 /// `layout axes ++ block` -> `array`: the inverse of [`to_blocks`] for outputs (whose

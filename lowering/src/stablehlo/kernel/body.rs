@@ -193,9 +193,9 @@ impl<'a> BodyEmitter<'a> {
         self.lift(f, &self.get(last)?, &self.all_axes())
     }
 
-    /// The value of `id` and the grid axes its leading dims stand for.
-    pub(super) fn batched_value(&self, id: ValueId) -> Result<(Value, Vec<usize>), EmitError> {
-        self.get(id).map(|b| (b.v, b.axes))
+    /// The grid axes the leading dims of `id`'s value stand for.
+    pub(super) fn axes_of(&self, id: ValueId) -> Result<Vec<usize>, EmitError> {
+        self.get(id).map(|b| b.axes)
     }
 
     /// The value of `id` broadcast to carry `axes` (a superset of its own, sorted).
@@ -360,28 +360,17 @@ impl<'a> BodyEmitter<'a> {
             });
         }
         let lead = self.extents(varying);
-        let one = [lead.as_slice(), &[1]].concat();
-        let mut columns = Vec::with_capacity(starts.len());
+        let mut per_step = Vec::with_capacity(starts.len());
         for s in starts {
-            let start = match s {
+            per_step.push(match s {
                 Offset::Static(s) => {
                     let v = f.scalar(DType::I32, *s as f64)?;
                     f.broadcast_in_dim(&v, &lead, &[])?
                 }
                 Offset::Dynamic(v) => self.lift(f, &self.get(*v)?, varying)?,
-            };
-            columns.push(f.reshape(&start, &one)?);
+            });
         }
-        let refs: Vec<&Value> = columns.iter().collect();
-        let indices = f.concatenate(&refs, lead.len())?;
-        let n = lead.len();
-        let dims = GatherDims {
-            offset_dims: (n..n + sizes.len()).collect(),
-            collapsed_slice_dims: Vec::new(),
-            start_index_map: (0..sizes.len()).collect(),
-            index_vector_dim: n,
-        };
-        let v = f.gather(&r.v, &indices, &dims, sizes)?;
+        let v = gather_windows(f, &r.v, &per_step, &lead, sizes)?;
         Ok(Batched {
             v,
             axes: varying.to_vec(),
@@ -812,6 +801,33 @@ impl Layout for BodyEmitter<'_> {
         let v = f.reshape(&v, &[self.extents(&x.axes), shape].concat())?;
         Ok(Batched { v, axes: x.axes })
     }
+}
+
+/// Every step's window of `x` at once, `lead ++ sizes`: `starts[d]` holds each step's start
+/// along dim `d` (i32, of shape `lead`). `gather` clamps a start so that the window fits, as
+/// `dynamic_slice` does.
+pub(super) fn gather_windows(
+    f: &mut FuncBuilder,
+    x: &Value,
+    starts: &[Value],
+    lead: &[usize],
+    sizes: &[usize],
+) -> Result<Value, EmitError> {
+    let one = [lead, &[1]].concat();
+    let columns = starts
+        .iter()
+        .map(|s| f.reshape(s, &one))
+        .collect::<Result<Vec<_>, _>>()?;
+    let refs: Vec<&Value> = columns.iter().collect();
+    let indices = f.concatenate(&refs, lead.len())?;
+    let n = lead.len();
+    let dims = GatherDims {
+        offset_dims: (n..n + sizes.len()).collect(),
+        collapsed_slice_dims: Vec::new(),
+        start_index_map: (0..sizes.len()).collect(),
+        index_vector_dim: n,
+    };
+    Ok(f.gather(x, &indices, &dims, sizes)?)
 }
 
 fn static_starts(starts: &[Offset]) -> Option<Vec<usize>> {

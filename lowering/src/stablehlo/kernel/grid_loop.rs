@@ -6,6 +6,7 @@
 //! accumulator pattern) sees what the previous step wrote. In checked mode (`checks.rs`) the
 //! bounds-check state is carried last.
 
+use super::batched::with_block;
 use super::body::BodyEmitter;
 use super::checks::{block_needs_check, Access, BoundsCheck, Checker};
 use super::error::EmitError;
@@ -122,11 +123,7 @@ impl Step<'_, '_> {
         let mut next = Vec::new();
         for ((o, x), off) in plan.outputs.iter().zip(outs).zip(&offsets) {
             let view = body.ref_contents(f, o.param)?;
-            let block = if o.view == o.block {
-                view
-            } else {
-                f.reshape(&view, &o.block)?
-            };
+            let block = with_block(f, &view, 0, &o.block)?;
             next.push(match off {
                 None => block,
                 Some(off) => {
@@ -154,13 +151,7 @@ impl Step<'_, '_> {
         checks: &mut Option<Checker>,
     ) -> Result<(Value, Option<Vec<Value>>), EmitError> {
         // Squeezed dims have size 1: the ref's view is the block reshaped.
-        let view = |f: &mut FuncBuilder, block: Value| -> Result<Value, EmitError> {
-            Ok(if o.view == o.block {
-                block
-            } else {
-                f.reshape(&block, &o.view)?
-            })
-        };
+        let view = |f: &mut FuncBuilder, block: Value| with_block(f, &block, 0, &o.view);
         let check_blocks = checks.is_some() && block_needs_check(self.plan, o);
         if o.whole() && !check_blocks {
             return Ok((view(f, x.clone())?, None));
