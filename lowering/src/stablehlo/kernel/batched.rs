@@ -496,9 +496,13 @@ fn gathered_blocks(
     let lead: Vec<usize> = axes.iter().map(|&a| grid[a]).collect();
     // Every step gets its own copy of its block: where steps share blocks a lot, the grid
     // loop's one block at a time is the better program.
-    let copies = lead.iter().product::<usize>() * o.block.iter().product::<usize>();
+    let copies = lead
+        .iter()
+        .chain(&o.block)
+        .try_fold(1usize, |n, &d| n.checked_mul(d));
     let array = o.array.iter().product::<usize>();
-    if copies > GATHER_LIMIT * array {
+    if copies.is_none_or(|c| c > GATHER_LIMIT.saturating_mul(array)) {
+        let copies = copies.map_or("more than usize".into(), |c| c.to_string());
         return Err(EmitError::NotBatchable {
             kernel: plan.name.to_string(),
             reason: format!(
