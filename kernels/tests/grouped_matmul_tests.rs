@@ -77,6 +77,7 @@ fn grouped_matmul_over_ragged_groups_matches_float64_on_every_device() {
                     "cpu grid loop",
                     launch.run_as(&cpu, &inputs, Form::GridLoop),
                 ),
+                ("cpu batched", launch.run_as(&cpu, &inputs, Form::Batched)),
             ];
             for (device, out) in runs {
                 let got = out.unwrap_or_else(|e| panic!("{device}: {e}"))[0].to_f64_vec();
@@ -162,4 +163,19 @@ fn grouped_matmul_has_the_structure_pallas_emits() {
     );
     assert_eq!(pallas["gmm"]["scalar_prefetch"], 1);
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// On the CPU plugin the grid's parallel points run side by side (the overlap test, which
+/// differs between row blocks, is if-converted into a select), looping only over the groups:
+/// the accumulator is zeroed on each point's first group, so it stays private to the point.
+#[test]
+fn grouped_matmul_runs_batched_on_the_cpu_plugin() {
+    use tessera_lowering::stablehlo::{emit_kernel, emit_kernel_as};
+    let p = program();
+    let auto = emit_kernel(&p).expect("emits");
+    assert_eq!(auto, emit_kernel_as(&p, Form::Batched).expect("batched"));
+    assert!(auto.contains("stablehlo.select"));
+    // One loop, over the 4 groups.
+    assert_eq!(auto.matches("\"stablehlo.while\"").count(), 1);
+    assert!(auto.contains("dense<4> : tensor<i32>"), "{auto}");
 }

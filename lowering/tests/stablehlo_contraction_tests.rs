@@ -1,7 +1,7 @@
 //! The accumulator pattern (zero a scratch on the first step of the last, `arbitrary` axis,
 //! add `dot` blocks to it every step, write it out on the last) is emitted as one whole-array
-//! `dot_general`, for any blocks and dtypes; kernels that only look like it keep the grid
-//! loop. When a Python with jax is installed (see `tests/jaxlib_oracle`), the modules run on
+//! `dot_general`, for any blocks and dtypes; kernels that only look like it take the batched
+//! form or the grid loop. When a Python with jax is installed (see `tests/jaxlib_oracle`), the modules run on
 //! random inputs against float64 references and the interpreter.
 
 mod common;
@@ -94,6 +94,17 @@ kernel!(DecaysK, |k, x, y, o, acc| {
         acc.store(zeros::<f32>().broadcast_to(acc.shape()))
     });
     acc.store(acc.load() * 0.5 + dot(x.load(), y.load()));
+    when(k.eq(num_programs(2) - 1), || o.store(acc.load()));
+});
+
+kernel!(SumsAcrossPointsK, |k, x, y, o, acc| {
+    // Zeroed once for the whole grid: every output block gets the running total of all
+    // blocks before it (a kernel breaking the promise `parallel` makes).
+    let first = program_id(0).eq(0) & program_id(1).eq(0) & k.eq(0);
+    when(first, || {
+        acc.store(zeros::<f32>().broadcast_to(acc.shape()))
+    });
+    acc.store(acc.load() + dot(x.load(), y.load()));
     when(k.eq(num_programs(2) - 1), || o.store(acc.load()));
 });
 
@@ -212,10 +223,10 @@ fn transposed_operands_are_contracted_where_they_lie() {
 }
 
 /// Bodies that differ from the pattern (no zeroing, a store on every step, an extra op on
-/// the accumulator) and a launch whose output blocks are placed transposed keep the grid
-/// loop, and compute what the interpreter does.
+/// the accumulator) and a launch whose output blocks are placed transposed are not
+/// contracted, and compute what the interpreter does.
 #[test]
-fn look_alikes_keep_the_grid_loop() {
+fn look_alikes_are_not_contracted() {
     let (dims, blocks) = ([16, 16, 24], [8, 8, 8]);
     let [m, n, k] = dims;
     let transposed_out = matmul::launch()
@@ -227,24 +238,75 @@ fn look_alikes_keep_the_grid_loop() {
         .semantics([Parallel, Parallel, Arbitrary])
         .trace_program(&[(DType::F32, vec![m, k]), (DType::F32, vec![k, n])])
         .unwrap();
+    // Not the contraction: the batched form (their scratch is zeroed on each parallel
+    // point's first step), or the grid loop where the scratch carries from one parallel
+    // point to the next (never zeroed).
     let programs = [
-        program(Launch::new(&NoInitK), dims, blocks, DType::F32, false),
-        program(
-            Launch::new(&StoresEveryStepK),
-            dims,
-            blocks,
-            DType::F32,
-            false,
+        (
+            program(Launch::new(&NoInitK), dims, blocks, DType::F32, false),
+            Form::GridLoop,
         ),
-        program(Launch::new(&DecaysK), dims, blocks, DType::F32, false),
-        transposed_out,
+        (
+            program(
+                Launch::new(&StoresEveryStepK),
+                dims,
+                blocks,
+                DType::F32,
+                false,
+            ),
+            Form::Batched,
+        ),
+        (
+            program(Launch::new(&DecaysK), dims, blocks, DType::F32, false),
+            Form::Batched,
+        ),
+        (transposed_out, Form::Batched),
     ];
     let mut r = rng(22);
     let (x, y) = (
         random(&mut r, DType::F32, &[m, k]),
         random(&mut r, DType::F32, &[k, n]),
     );
-    for p in &programs {
+    for (p, form) in &programs {
+        let text = emit_kernel(p).unwrap();
+        assert_eq!(text, emit_kernel_as(p, *form).unwrap(), "{}", p.name);
+        if let Some(out) = run(&text, &[x.clone(), y.clone()], &p.outputs[0]) {
+            let want = interp::run(p, &[x.clone(), y.clone()]).unwrap();
+            assert_close(&out, &want[0].to_f64_vec(), &p.name);
+        }
+    }
+}
+
+/// A look-alike is batched only where keeping its scratch per parallel point gives the grid
+/// loop's result: not when the scratch carries a total from one parallel point to the next,
+/// nor when an `arbitrary` axis comes before a parallel one (a point's steps then do not run
+/// back to back, so another point's step sits between them).
+#[test]
+fn scratch_shared_between_parallel_points_keeps_the_grid_loop() {
+    let (dims, blocks) = ([16, 16, 24], [8, 8, 8]);
+    let [m, n, k] = dims;
+    let carries = program(
+        Launch::new(&SumsAcrossPointsK),
+        dims,
+        blocks,
+        DType::F32,
+        false,
+    );
+    let arbitrary_first = Launch::new(&StoresEveryStepK)
+        .grid([2, 2, 3])
+        .input(BlockSpec::new([8, 8], |i, _j, k| [i, k]))
+        .input(BlockSpec::new([8, 8], |_i, j, k| [k, j]))
+        .output(BlockSpec::new([8, 8], |i, j, _k| [i, j]), [m, n])
+        .scratch(Vmem::<f32>::new([8, 8]))
+        .semantics([Arbitrary, Parallel, Arbitrary])
+        .trace_program(&[(DType::F32, vec![m, k]), (DType::F32, vec![k, n])])
+        .unwrap();
+    let mut r = rng(23);
+    let (x, y) = (
+        random(&mut r, DType::F32, &[m, k]),
+        random(&mut r, DType::F32, &[k, n]),
+    );
+    for p in [&carries, &arbitrary_first] {
         let text = emit_kernel(p).unwrap();
         assert_eq!(
             text,
@@ -256,5 +318,13 @@ fn look_alikes_keep_the_grid_loop() {
             let want = interp::run(p, &[x.clone(), y.clone()]).unwrap();
             assert_close(&out, &want[0].to_f64_vec(), &p.name);
         }
+    }
+    // The batched form, asked for, keeps one total per parallel point: the last block
+    // differs from the grid loop's running total.
+    let batched = emit_kernel_as(&carries, Form::Batched).unwrap();
+    if let Some(out) = run(&batched, &[x.clone(), y.clone()], &carries.outputs[0]) {
+        let want = interp::run(&carries, &[x.clone(), y.clone()]).unwrap()[0].to_f64_vec();
+        let got = out.to_f64_vec();
+        assert!(got.iter().zip(&want).any(|(a, b)| (a - b).abs() > 1e-3));
     }
 }

@@ -17,18 +17,20 @@
 //! - every output uses every parallel grid axis of extent > 1 (each output block is written
 //!   by one parallel point) and has constant index 0 only on dims its block covers whole;
 //!
-//! and when the body has no per-step control flow along parallel axes: `if` conditions and
-//! `fori` bounds must not depend on parallel `program_id`s or on block contents, nor slice
-//! offsets, except into refs the same in every step (a gather then; the body translator
-//! reports the others as it meets them). `program_id` of a parallel axis is an iota over that
-//! axis; of a looped axis, the loop's index.
+//! and when the body's per-step control flow along parallel axes can be batched: an `if`
+//! whose condition depends on parallel `program_id`s or block contents runs both branches
+//! and selects (not when a branch has a `while`, or, checked, traced starts); `fori` bounds
+//! must not depend on them, nor slice offsets, except into refs the same in every step (a
+//! gather then; the body translator reports the others as it meets them). `program_id` of a
+//! parallel axis is an iota over that axis; of a looped axis, the loop's index.
 //!
 //! Scratch is per parallel point here but shared by all steps in the grid loop: the forms
 //! agree for kernels that keep the promise `parallel` makes (Pallas': steps of a parallel
 //! axis may run on different cores, each with its own scratch), i.e. that do not carry
 //! scratch contents from one parallel point to the next, as the accumulator pattern
 //! (`if program_id(k) == 0 { acc = 0 }`) does not. The result is then the grid loop's: each
-//! step's ops run on the same block values, only many steps side by side.
+//! step's ops run on the same block values, only many steps side by side. `Form::Auto` only
+//! batches a grid with `arbitrary` axes once `private_scratch.rs` has proved that promise.
 
 use super::body::{gather_windows, BodyEmitter};
 use super::checks::{block_needs_check, BoundsCheck, Checker};

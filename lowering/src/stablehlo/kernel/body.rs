@@ -11,9 +11,11 @@
 //! axes, except `dot`, whose operands' distinct axes become free dims of one `dot_general`
 //! (so `x[i] @ y[j]` over a 2-D grid is one matmul, not a broadcast).
 //!
-//! The batched form cannot express per-step control flow: an `if` condition or `fori` bound
-//! that carries axes is reported as [`EmitError::NotBatchable`], and the caller falls back to
-//! the grid loop. A slice offset that carries axes reads each step's window with one `gather`
+//! Per-step control flow in the batched form: an `if` condition that carries axes is
+//! if-converted (both branches run, each step selects its results), as is an `if` with cheap
+//! branches; an `if` that cannot be (a `while` in a branch) and a `fori` bound that carries
+//! axes are reported as [`EmitError::NotBatchable`], and the caller falls back to the grid
+//! loop. A slice offset that carries axes reads each step's window with one `gather`
 //! where the ref is the same in every step (a scalar-prefetch array read at `program_id`);
 //! else it is reported too. Values leaving a region carry every axis (both branches of an
 //! `if`, and every trip of a loop, must agree on types).
@@ -458,6 +460,20 @@ impl<'a> BodyEmitter<'a> {
         then_r: &Region,
         else_r: &Region,
     ) -> Result<(), EmitError> {
+        // Batched, an `if` whose branches are cheap is a select too: XLA copies the values a
+        // `stablehlo.if` passes through, and fuses a select into the ops around it.
+        let cheap = !self.batch_axes.is_empty()
+            && [then_r, else_r].iter().all(|r| cheap(r))
+            && (self.checks.is_none()
+                || !vop
+                    .origin
+                    .kind
+                    .regions()
+                    .into_iter()
+                    .any(has_dynamic_starts));
+        if !self.get(cond)?.axes.is_empty() || cheap {
+            return self.emit_selected_if(f, vop, cond, then_r, else_r);
+        }
         let c = self.uniform(vop.origin, cond, "a condition")?;
         let checks_before = self.check_state();
         let me = RefCell::new(&mut *self);
@@ -472,6 +488,65 @@ impl<'a> BodyEmitter<'a> {
         let outs = f.if_else(&c, |f| branch(f, then_r), |f| branch(f, else_r))?;
         let outs = self.split_check_state(&outs)?.to_vec();
         self.bind_results(vop, outs)
+    }
+
+    /// An `if` whose condition differs between batched steps, if-converted: both branches run
+    /// for every step and each result is selected per step. Refused (the grid loop then runs
+    /// it) where running the untaken branch could do harm: a `while` there may not end, and in
+    /// checked mode its traced starts would be checked (and fail) for steps that skip it.
+    fn emit_selected_if(
+        &mut self,
+        f: &mut FuncBuilder,
+        vop: &Op,
+        cond: ValueId,
+        then_r: &Region,
+        else_r: &Region,
+    ) -> Result<(), EmitError> {
+        let op = vop.origin;
+        let refuse = |why: &str| EmitError::NotBatchable {
+            kernel: self.func.func.name.clone(),
+            reason: format!(
+                "{}: `if` has a condition that depends on the grid step, and {why}",
+                op.loc
+            ),
+        };
+        if [then_r, else_r].iter().any(|r| has_while(r)) {
+            return Err(refuse("a branch has a `while` loop"));
+        }
+        if self.checks.is_some() && op.kind.regions().into_iter().any(has_dynamic_starts) {
+            return Err(refuse("a branch has slices checked at traced starts"));
+        }
+        let mut branch =
+            |f: &mut FuncBuilder, region: &Region| -> Result<Vec<Batched>, EmitError> {
+                self.emit_ops(f, &region.ops)?;
+                region.yields.iter().map(|&y| self.get(y)).collect()
+            };
+        let (thens, elses) = (branch(f, then_r)?, branch(f, else_r)?);
+        if thens.len() != vop.results.len() || elses.len() != vop.results.len() {
+            return Err(EmitError::internal(format!(
+                "`if` branches yield {} and {} values for {} results",
+                thens.len(),
+                elses.len(),
+                vop.results.len()
+            )));
+        }
+        let c = self.get(cond)?;
+        for ((&r, t), e) in vop.results.iter().zip(thens).zip(elses) {
+            let axes: Vec<usize> = [&c.axes, &t.axes, &e.axes]
+                .into_iter()
+                .flatten()
+                .copied()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let (t, e) = (self.lift(f, &t, &axes)?, self.lift(f, &e, &axes)?);
+            let lead = self.extents(&axes);
+            let c = self.lift(f, &c, &axes)?;
+            let pred = f.broadcast_in_dim(&c, t.shape(), &(0..lead.len()).collect::<Vec<_>>())?;
+            let v = f.select(&pred, &t, &e)?;
+            self.vals.insert(r, Batched { v, axes });
+        }
+        Ok(())
     }
 
     /// `fori` as a counted `while`; the versions of refs the body stores are carried too.
@@ -801,6 +876,35 @@ impl Layout for BodyEmitter<'_> {
         let v = f.reshape(&v, &[self.extents(&x.axes), shape].concat())?;
         Ok(Batched { v, axes: x.axes })
     }
+}
+
+/// Whether running `region` when its `if` is not taken costs about what a `stablehlo.if`
+/// does: no loops and no `dot`, also in nested regions.
+fn cheap(region: &Region) -> bool {
+    region.ops.iter().all(|op| match &op.kind {
+        Kind::While { .. } | Kind::Fori { .. } => false,
+        Kind::Value(kind) => !matches!(kind.as_ref(), OpKind::Dot { .. }),
+        Kind::If {
+            then_region,
+            else_region,
+            ..
+        } => cheap(then_region) && cheap(else_region),
+        _ => true,
+    })
+}
+
+/// Whether `region` or one nested in it has a `while` loop.
+fn has_while(region: &Region) -> bool {
+    region.ops.iter().any(|op| match &op.kind {
+        Kind::While { .. } => true,
+        Kind::If {
+            then_region,
+            else_region,
+            ..
+        } => has_while(then_region) || has_while(else_region),
+        Kind::Fori { body, .. } => has_while(body),
+        _ => false,
+    })
 }
 
 /// Every step's window of `x` at once, `lead ++ sizes`: `starts[d]` holds each step's start

@@ -24,9 +24,10 @@
 //! compared byte for byte with the tree before it.
 //!
 //! [`Form::Auto`] picks the accumulator contraction or the carried scan where its pattern
-//! holds, else the grid loop for grids with `arbitrary` axes (the batched form with its
-//! `while` measured ~0.5x of the loop for 256^3 and 512^3 f32 matmuls on the XLA CPU plugin),
-//! else the batched form where it is legal, else the grid loop.
+//! holds; for other grids with `arbitrary` axes the batched form where its body has a `dot`
+//! and its scratch provably stays private to each parallel point (`private_scratch.rs`,
+//! `batching_pays`), else the grid loop; for all-parallel grids the batched form where it is
+//! legal, else the grid loop.
 //!
 //! [`emit_kernel_checked`] emits the checked mode (`checks.rs`): traced starts are checked
 //! instead of clamped. A body with traced starts skips the accumulator contraction and the
@@ -43,6 +44,7 @@ mod folded;
 mod grid_loop;
 mod padded;
 mod plan;
+mod private_scratch;
 mod snapshot;
 mod translate;
 
@@ -55,8 +57,9 @@ use plan::{Operand, Plan, Scratch};
 /// Which StableHLO form to emit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Form {
-    /// The accumulator contraction where the pattern holds, the batched form for
-    /// all-parallel grids where it is legal, else the grid loop.
+    /// The accumulator contraction or carried scan where the pattern holds, the batched form
+    /// where it is legal (and, with `arbitrary` axes, pays and keeps scratch private), else
+    /// the grid loop.
     #[default]
     Auto,
     GridLoop,
@@ -134,6 +137,12 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
             };
             match contraction {
                 Some(module) => (module, Vec::new()),
+                None if batching_pays(&plan)? => {
+                    match batched::emit(&plan, body_checked, checked) {
+                        Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan, checked)?,
+                        other => other?,
+                    }
+                }
                 None => grid_loop::emit(&plan, checked)?,
             }
         }
@@ -147,6 +156,31 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
         text: module.into_text(),
         checks,
         grid_rank: plan.grid.len(),
+    })
+}
+
+/// Whether [`Form::Auto`] tries the batched form for a grid with `arbitrary` axes: when its
+/// body has a `dot` (the grid loop's per-step dots are small matmuls, which the batched form
+/// makes one large one per sequential step: the grouped matmul of the kernels bench went from
+/// 0.23x to 0.72x of hand-written StableHLO; without a dot the re-layout costs more than the
+/// loop's steps: the carried row cumsum measured 0.81x looped, 0.60x batched), more than
+/// one parallel grid point, and scratch that stays private to each parallel point
+/// (`private_scratch.rs`), so that the result is the grid loop's.
+fn batching_pays(plan: &Plan) -> Result<bool, EmitError> {
+    let points: usize = (0..plan.grid.len())
+        .filter(|&a| plan.parallel[a])
+        .map(|a| plan.grid[a])
+        .product();
+    if points < 2 || !has_dot(&plan.body.body) {
+        return Ok(false);
+    }
+    let body = crate::ir::discharge::discharge(plan.body)?;
+    Ok(private_scratch::scratch_is_private(plan, &body))
+}
+
+fn has_dot(r: &crate::ir::Region) -> bool {
+    r.ops.iter().any(|op| {
+        matches!(op.kind, OpKind::Dot { .. }) || op.kind.regions().into_iter().any(has_dot)
     })
 }
 
