@@ -1,6 +1,7 @@
 //! Complex tensors (c64, c128) through the lowerings that take them, on the XLA CPU plugin,
 //! against complex arithmetic computed here in f64 on seeded random inputs: arithmetic and
-//! promotion with real operands, `abs`/`exp`/`neg`/`conj_physical`, `view_as_real` and
+//! promotion with real operands, `abs`/`exp`/`neg`/`conj_physical`, the complex functions
+//! (`log`, `sqrt`, trig, `sigmoid`), `sum`/`mean`/`prod`, `view_as_real` and
 //! `view_as_complex`, `complex`, `polar`, `_fft_c2c`, casts and views; and the refusals
 //! (rounding `div`, ops whose lowering is real-only).
 
@@ -355,7 +356,7 @@ fn refusals_of_complex_are_clear() {
         "{e}"
     );
     // An op whose lowering is real-only refuses complex up front, naming the dtype.
-    let e = run("sin", vec![x], vec![]).unwrap_err();
+    let e = run("asinh", vec![x], vec![]).unwrap_err();
     assert!(
         matches!(&e, OpError::Lower { source: LowerError::Unsupported(m), .. } if m.contains("complex tensors (c64)")),
         "{e}"
@@ -426,4 +427,111 @@ fn where_and_scalar_tensor_of_complex() {
         .map(|i| if i == 0 || i == 3 { (0.0, 0.0) } else { xv[i] })
         .collect();
     assert_eq!(cvalues(&got), want);
+}
+
+fn cexp(a: C) -> C {
+    (a.0.exp() * a.1.cos(), a.0.exp() * a.1.sin())
+}
+
+fn clog(a: C) -> C {
+    (a.0.hypot(a.1).ln(), a.1.atan2(a.0))
+}
+
+/// The principal square root (branch cut along the negative reals, as PyTorch's).
+fn csqrt(a: C) -> C {
+    let r = a.0.hypot(a.1);
+    (
+        ((r + a.0) / 2.0).sqrt(),
+        (((r - a.0) / 2.0).sqrt()).copysign(a.1),
+    )
+}
+
+fn csin(a: C) -> C {
+    (a.0.sin() * a.1.cosh(), a.0.cos() * a.1.sinh())
+}
+
+fn ccos(a: C) -> C {
+    (a.0.cos() * a.1.cosh(), -a.0.sin() * a.1.sinh())
+}
+
+fn ctanh(a: C) -> C {
+    let sinh = (a.0.sinh() * a.1.cos(), a.0.cosh() * a.1.sin());
+    let cosh = (a.0.cosh() * a.1.cos(), a.0.sinh() * a.1.sin());
+    cdiv(sinh, cosh)
+}
+
+/// The complex functions on seeded draws with parts in [-2, 2) (no poles there: `tan`'s are on
+/// the real axis, `sigmoid`'s at `i pi`), c64 and c128, against the formulas in f64.
+#[test]
+fn complex_functions_match_their_formulas() {
+    let cases: [(&str, fn(C) -> C); 10] = [
+        ("log", clog),
+        ("log2", |a| {
+            let l = clog(a);
+            (l.0 / 2f64.ln(), l.1 / 2f64.ln())
+        }),
+        ("log10", |a| {
+            let l = clog(a);
+            (l.0 / 10f64.ln(), l.1 / 10f64.ln())
+        }),
+        ("sqrt", csqrt),
+        ("rsqrt", |a| cdiv((1.0, 0.0), csqrt(a))),
+        ("sin", csin),
+        ("cos", ccos),
+        ("tan", |a| cdiv(csin(a), ccos(a))),
+        ("tanh", ctanh),
+        ("sigmoid", |a| {
+            cdiv(
+                (1.0, 0.0),
+                (1.0 + cexp((-a.0, -a.1)).0, cexp((-a.0, -a.1)).1),
+            )
+        }),
+    ];
+    for (dtype, tol) in [(DType::C64, 1e-5), (DType::C128, 1e-12)] {
+        for (k, (op, f)) in cases.iter().enumerate() {
+            let (x, xv) = ct(dtype, &[4, 5], &cdraws(20, 40 + k as u64));
+            let got = one(op, vec![x]);
+            assert_eq!(tensor(&got).dtype(), dtype, "{op}");
+            let want: Vec<C> = xv.iter().map(|&a| f(a)).collect();
+            cclose(&cvalues(&got), &want, tol);
+        }
+    }
+}
+
+#[test]
+fn mean_and_prod_of_complex_tensors() {
+    let (x, xv) = ct(DType::C64, &[3, 4], &cdraws(12, 51));
+    let cols = |f: &dyn Fn(C, C) -> C, init: C| -> Vec<C> {
+        (0..4)
+            .map(|j| (0..3).fold(init, |acc, i| f(acc, xv[i * 4 + j])))
+            .collect()
+    };
+    let add = |a: C, b: C| (a.0 + b.0, a.1 + b.1);
+    let got = run(
+        "mean.dim",
+        vec![x.clone(), ints(&[0]), ArgValue::Bool(true)],
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(tensor(&got[0]).shape(), &[1, 4]);
+    let want: Vec<C> = cols(&add, (0.0, 0.0))
+        .iter()
+        .map(|s| (s.0 / 3.0, s.1 / 3.0))
+        .collect();
+    cclose(&cvalues(&got[0]), &want, TOL32);
+    let total = xv.iter().fold((0.0, 0.0), |acc, &a| add(acc, a));
+    cclose(
+        &cvalues(&one("mean", vec![x.clone()])),
+        &[(total.0 / 12.0, total.1 / 12.0)],
+        TOL32,
+    );
+    let got = run(
+        "prod.dim_int",
+        vec![x.clone(), ArgValue::Int(0), ArgValue::Bool(false)],
+        vec![],
+    )
+    .unwrap();
+    cclose(&cvalues(&got[0]), &cols(&cmul, (1.0, 0.0)), TOL32);
+    let product = xv.iter().fold((1.0, 0.0), |acc, &a| cmul(acc, a));
+    cclose(&cvalues(&one("prod", vec![x])), &[product], TOL32);
 }

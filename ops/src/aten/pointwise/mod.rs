@@ -55,23 +55,13 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("asinh", |cx, a| math::float_unary(cx, a, UnaryOp::Asinh)),
     ("atan", |cx, a| math::float_unary(cx, a, UnaryOp::Atan)),
     ("atanh", |cx, a| math::float_unary(cx, a, UnaryOp::Atanh)),
-    ("cos", |cx, a| math::float_unary(cx, a, UnaryOp::Cosine)),
     ("cosh", math::cosh),
-    ("sin", |cx, a| math::float_unary(cx, a, UnaryOp::Sine)),
     ("sinh", math::sinh),
-    ("tan", |cx, a| math::float_unary(cx, a, UnaryOp::Tan)),
-    ("tanh", |cx, a| math::float_unary(cx, a, UnaryOp::Tanh)),
     ("erf", |cx, a| math::float_unary(cx, a, UnaryOp::Erf)),
     ("erfinv", |cx, a| math::float_unary(cx, a, UnaryOp::ErfInv)),
     ("expm1", |cx, a| math::float_unary(cx, a, UnaryOp::ExponentialMinusOne)),
-    ("log", |cx, a| math::float_unary(cx, a, UnaryOp::Log)),
     ("log1p", |cx, a| math::float_unary(cx, a, UnaryOp::LogPlusOne)),
-    ("sqrt", |cx, a| math::float_unary(cx, a, UnaryOp::Sqrt)),
-    ("rsqrt", |cx, a| math::float_unary(cx, a, UnaryOp::Rsqrt)),
-    ("sigmoid", |cx, a| math::float_unary(cx, a, UnaryOp::Logistic)),
     ("exp2", math::exp2),
-    ("log2", |cx, a| math::log_base(cx, a, 2.0)),
-    ("log10", |cx, a| math::log_base(cx, a, 10.0)),
     ("sign", math::sign),
     ("ceil", |cx, a| math::rounding(cx, a, Rounding::Ceil)),
     ("floor", |cx, a| math::rounding(cx, a, Rounding::Floor)),
@@ -202,8 +192,10 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
 ];
 
 /// The lowerings that also take complex tensors (c64, c128): arithmetic, `abs` (the modulus,
-/// real), `sgn` (`x / |x|`), `exp`, `where`, and the copies and casts (complex to real keeps
-/// the real part, as PyTorch's casts do). The rounding modes of `div` refuse complex as
+/// real), `sgn` (`x / |x|`), `exp`, `log` (`log2`, `log10`), `sqrt`, `rsqrt`, `sin`, `cos`,
+/// `tan`, `tanh`, `sigmoid` (StableHLO's complex functions, principal branches as in
+/// PyTorch), `where`, and the copies and casts (complex to real keeps the real part, as
+/// PyTorch's casts do). The rounding modes of `div` refuse complex as
 /// PyTorch's kernels do.
 pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("add.Tensor", |cx, a| arith::add_sub(cx, a, false)),
@@ -224,6 +216,16 @@ pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("abs", math::abs),
     ("sgn", math::sgn),
     ("exp", |cx, a| math::float_unary(cx, a, UnaryOp::Exponential)),
+    ("cos", |cx, a| math::float_unary(cx, a, UnaryOp::Cosine)),
+    ("sin", |cx, a| math::float_unary(cx, a, UnaryOp::Sine)),
+    ("tan", |cx, a| math::float_unary(cx, a, UnaryOp::Tan)),
+    ("tanh", |cx, a| math::float_unary(cx, a, UnaryOp::Tanh)),
+    ("log", |cx, a| math::float_unary(cx, a, UnaryOp::Log)),
+    ("sqrt", |cx, a| math::float_unary(cx, a, UnaryOp::Sqrt)),
+    ("rsqrt", |cx, a| math::float_unary(cx, a, UnaryOp::Rsqrt)),
+    ("sigmoid", |cx, a| math::float_unary(cx, a, UnaryOp::Logistic)),
+    ("log2", |cx, a| math::log_base(cx, a, 2.0)),
+    ("log10", |cx, a| math::log_base(cx, a, 10.0)),
     ("fill.Scalar", misc::fill),
     ("copy", misc::copy),
     ("clone", misc::identity),

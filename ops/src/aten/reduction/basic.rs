@@ -62,7 +62,7 @@ pub(super) fn prod_dim(cx: &mut Lower, a: &Args) -> LowerResult<Vec<Out>> {
     )
 }
 
-/// Mean over `dims` (float only, as in PyTorch; `dtype` converts first).
+/// Mean over `dims` (float or complex, as in PyTorch; `dtype` converts first).
 pub(crate) fn mean_of(
     cx: &mut Lower,
     x: &Value,
@@ -71,7 +71,7 @@ pub(crate) fn mean_of(
     keepdim: bool,
 ) -> LowerResult<Value> {
     match dtype {
-        Some(d) if !d.is_float() => {
+        Some(d) if !d.is_float() && !d.is_complex() => {
             return Err(LowerError::dtype(
                 d,
                 format!(
@@ -80,7 +80,7 @@ pub(crate) fn mean_of(
                 ),
             ))
         }
-        None if !x.dtype().is_float() => {
+        None if !x.dtype().is_float() && !x.dtype().is_complex() => {
             return Err(LowerError::dtype(
                 x.dtype(),
                 format!(

@@ -35,10 +35,6 @@ use tessera_lowering::stablehlo::{BinaryOp, ReduceKind, TensorType, Value};
 use tessera_lowering::DType;
 
 pub(super) const LOWERINGS: &[Lowering] = lowerings![
-    ("mean", basic::mean),
-    ("mean.dim", basic::mean_dim),
-    ("prod", basic::prod),
-    ("prod.dim_int", basic::prod_dim),
     ("amax", |cx, a| basic::amax_amin(cx, a, true)),
     ("amin", |cx, a| basic::amax_amin(cx, a, false)),
     ("any", |cx, a| basic::any_all(cx, a, true, DimsArg::All)),
@@ -129,11 +125,15 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("topk", sort::topk),
 ];
 
-/// The reductions that also take complex tensors (c64, c128): `sum` (complex addition; the
-/// ordered reductions and `prod` stay real-only).
+/// The reductions that also take complex tensors (c64, c128): `sum` and `mean` (complex
+/// addition), `prod` (complex multiplication); the ordered reductions stay real-only.
 pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("sum", basic::sum),
     ("sum.dim_IntList", basic::sum_dim),
+    ("mean", basic::mean),
+    ("mean.dim", basic::mean_dim),
+    ("prod", basic::prod),
+    ("prod.dim_int", basic::prod_dim),
 ];
 
 /// How an overload names its reduction dims.
