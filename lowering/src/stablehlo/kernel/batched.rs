@@ -180,13 +180,40 @@ pub(super) fn emit(
     // Inputs are re-laid out once, before any loop.
     let mut inputs = Vec::new();
     for ((o, x), maps) in plan.inputs.iter().zip(&args).zip(&in_maps) {
-        let (blocks, axes) = match maps {
-            Ok(maps) => to_blocks(&mut f, &grid, o, maps, x)?,
-            Err(_) => gathered_blocks(&mut f, plan, o, x, &prefetch)?,
+        let input = match maps {
+            // Blocks that differ between sequential steps are moved to the front one step at
+            // a time, in the loop, where XLA can fold that transpose into the one a `dot`
+            // makes of them (the grouped matmul's weights: [group, k, n] sliced at the group
+            // and contracted along k keep their own layout).
+            Ok(maps)
+                if maps
+                    .iter()
+                    .any(|m| matches!(m, DimMap::Axis(a) if seq.contains(a))) =>
+            {
+                let (split, perm, axes) = split_blocks(&mut f, &grid, o, maps, x)?;
+                Input {
+                    param: o.param,
+                    blocks: split,
+                    axes,
+                    late: Some((perm, o.view.clone())),
+                }
+            }
+            _ => {
+                let (blocks, axes) = match maps {
+                    Ok(maps) => to_blocks(&mut f, &grid, o, maps, x)?,
+                    Err(_) => gathered_blocks(&mut f, plan, o, x, &prefetch)?,
+                };
+                // The body's ref is the block without its squeezed (size-1) dims.
+                let views = with_block(&mut f, &blocks, axes.len(), &o.view)?;
+                Input {
+                    param: o.param,
+                    blocks: views,
+                    axes,
+                    late: None,
+                }
+            }
         };
-        // The body's ref is the block without its squeezed (size-1) dims.
-        let views = with_block(&mut f, &blocks, axes.len(), &o.view)?;
-        inputs.push((o.param, views, axes));
+        inputs.push(input);
     }
     // Outputs are carried as `parallel axes ++ sequential axes they use ++ block`, scratch as
     // `parallel axes ++ shape`: one per parallel grid point.
@@ -264,7 +291,7 @@ struct Step<'p, 'a> {
     prefetch: &'p [Value],
     par: &'p [usize],
     /// Per input: its ref param, its blocks and the grid axes their leading dims stand for.
-    inputs: &'p [(ValueId, Value, Vec<usize>)],
+    inputs: &'p [Input],
     /// Per output: the grid axes its carried blocks' leading dims stand for.
     layouts: &'p [Vec<usize>],
 }
@@ -286,9 +313,12 @@ impl Step<'_, '_> {
         for (a, x) in plan.prefetch.iter().zip(self.prefetch) {
             body.set_ref(a.param, x.clone(), Vec::new());
         }
-        for (param, blocks, axes) in self.inputs {
-            let (v, rest) = at_step(f, blocks, axes, looped)?;
-            body.set_ref(*param, v, rest);
+        for x in self.inputs {
+            let (v, rest) = match &x.late {
+                None => at_step(f, &x.blocks, &x.axes, looped)?,
+                Some((perm, view)) => late_at_step(f, x, perm, view, looped)?,
+            };
+            body.set_ref(x.param, v, rest);
         }
         let (outs, scratch) = carried.split_at(plan.outputs.len());
         for ((o, c), layout) in plan.outputs.iter().zip(outs).zip(self.layouts) {
@@ -316,6 +346,49 @@ impl Step<'_, '_> {
         next.extend(checks.as_ref().map(Checker::state).unwrap_or_default());
         Ok(next)
     }
+}
+
+/// An input's blocks for the body: `axes ++ view`, or (`late`) still in the array's own
+/// layout split into `(grid, block)` dims, with the permutation that takes them to
+/// `axes ++ block` and the view.
+struct Input {
+    param: ValueId,
+    blocks: Value,
+    axes: Vec<usize>,
+    late: Option<(Vec<usize>, Vec<usize>)>,
+}
+
+/// A `late` input at this step: the looped axes' dims sliced to this step's index, then
+/// moved behind the others' and dropped, the block reshaped to the view.
+fn late_at_step(
+    f: &mut FuncBuilder,
+    x: &Input,
+    perm: &[usize],
+    view: &[usize],
+    looped: &[(usize, Value)],
+) -> Result<(Value, Vec<usize>), EmitError> {
+    let index = |a: &usize| looped.iter().find(|(x, _)| x == a).map(|(_, v)| v.clone());
+    let zero = f.scalar(DType::I32, 0.0)?;
+    let shape = x.blocks.shape().to_vec();
+    let mut starts = vec![zero; shape.len()];
+    let mut sizes = shape.clone();
+    let (mut rest, mut lead) = (Vec::new(), Vec::new());
+    for (a, &d) in x.axes.iter().zip(perm) {
+        match index(a) {
+            Some(i) => {
+                starts[d] = i;
+                sizes[d] = 1;
+            }
+            None => {
+                rest.push(*a);
+                lead.push(shape[d]);
+            }
+        }
+    }
+    let refs: Vec<&Value> = starts.iter().collect();
+    let window = f.dynamic_slice(&x.blocks, &refs, &sizes)?;
+    let moved = f.transpose(&window, perm)?;
+    Ok((f.reshape(&moved, &[lead, view.to_vec()].concat())?, rest))
 }
 
 /// `blocks` (leading dims standing for `axes`) at this step's index of the looped axes: those
@@ -437,6 +510,19 @@ fn to_blocks(
     maps: &[DimMap],
     x: &Value,
 ) -> Result<(Value, Vec<usize>), EmitError> {
+    let (x, perm, used) = split_blocks(f, grid, o, maps, x)?;
+    Ok((f.transpose(&x, &perm)?, used))
+}
+
+/// [`to_blocks`] before its transpose: the array with constant blocks sliced and grid-mapped
+/// dims split into `(grid, block)`, the permutation to `used ++ block`, and the used axes.
+fn split_blocks(
+    f: &mut FuncBuilder,
+    grid: &[usize],
+    o: &Operand,
+    maps: &[DimMap],
+    x: &Value,
+) -> Result<(Value, Vec<usize>, Vec<usize>), EmitError> {
     let x = const_blocks(f, o, maps, x)?;
     // Split: each Axis(a) dim becomes (grid[a], block[j]).
     let mut split = Vec::new();
@@ -457,7 +543,7 @@ fn to_blocks(
         .filter_map(|&a| grid_pos[a])
         .chain(block_pos.iter().copied())
         .collect();
-    Ok((f.transpose(&x, &perm)?, used))
+    Ok((x, perm, used))
 }
 
 /// How many times its array's size the gathered blocks of an input may take.
