@@ -461,10 +461,15 @@ fn ctanh(a: C) -> C {
 }
 
 /// The complex functions on seeded draws with parts in [-2, 2) (no poles there: `tan`'s are on
-/// the real axis, `sigmoid`'s at `i pi`), c64 and c128, against the formulas in f64.
+/// the real axis, `sigmoid`'s at `i pi`; `log1p`'s branch point -1 is not drawn), c64 and c128, against the formulas in f64.
 #[test]
 fn complex_functions_match_their_formulas() {
-    let cases: [(&str, fn(C) -> C); 10] = [
+    let cases: [(&str, fn(C) -> C); 12] = [
+        ("expm1", |a| {
+            let e = cexp(a);
+            (e.0 - 1.0, e.1)
+        }),
+        ("log1p", |a| clog((1.0 + a.0, a.1))),
         ("log", clog),
         ("log2", |a| {
             let l = clog(a);

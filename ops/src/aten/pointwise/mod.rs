@@ -59,8 +59,6 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
     ("sinh", math::sinh),
     ("erf", |cx, a| math::float_unary(cx, a, UnaryOp::Erf)),
     ("erfinv", |cx, a| math::float_unary(cx, a, UnaryOp::ErfInv)),
-    ("expm1", |cx, a| math::float_unary(cx, a, UnaryOp::ExponentialMinusOne)),
-    ("log1p", |cx, a| math::float_unary(cx, a, UnaryOp::LogPlusOne)),
     ("exp2", math::exp2),
     ("sign", math::sign),
     ("ceil", |cx, a| math::rounding(cx, a, Rounding::Ceil)),
@@ -192,11 +190,11 @@ pub(super) const LOWERINGS: &[Lowering] = lowerings![
 ];
 
 /// The lowerings that also take complex tensors (c64, c128): arithmetic, `abs` (the modulus,
-/// real), `sgn` (`x / |x|`), `exp`, `log` (`log2`, `log10`), `sqrt`, `rsqrt`, `sin`, `cos`,
-/// `tan`, `tanh`, `sigmoid` (StableHLO's complex functions, principal branches as in
-/// PyTorch), `where`, and the copies and casts (complex to real keeps the real part, as
-/// PyTorch's casts do). The rounding modes of `div` refuse complex as
-/// PyTorch's kernels do.
+/// real), `sgn` (`x / |x|`), `exp`, `expm1`, `log` (`log1p`, `log2`, `log10`), `sqrt`,
+/// `rsqrt`, `sin`, `cos`, `tan`, `tanh`, `sigmoid` (StableHLO's complex functions, principal
+/// branches as in PyTorch), `where`, and the copies and casts (complex to real keeps the real
+/// part, as PyTorch's casts do). The rounding modes of `div` refuse complex as PyTorch's
+/// kernels do.
 pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("add.Tensor", |cx, a| arith::add_sub(cx, a, false)),
     ("add.Scalar", |cx, a| arith::add_sub(cx, a, false)),
@@ -226,6 +224,8 @@ pub(super) const COMPLEX_LOWERINGS: &[Lowering] = lowerings![complex:
     ("sigmoid", |cx, a| math::float_unary(cx, a, UnaryOp::Logistic)),
     ("log2", |cx, a| math::log_base(cx, a, 2.0)),
     ("log10", |cx, a| math::log_base(cx, a, 10.0)),
+    ("expm1", |cx, a| math::float_unary(cx, a, UnaryOp::ExponentialMinusOne)),
+    ("log1p", |cx, a| math::float_unary(cx, a, UnaryOp::LogPlusOne)),
     ("fill.Scalar", misc::fill),
     ("copy", misc::copy),
     ("clone", misc::identity),
