@@ -3,7 +3,7 @@
 use super::array::{convert, round, strides, unravel, Array};
 use super::dma::{DmaState, Transfer};
 use super::error::InterpError;
-use super::ops::{binary, compare, copy_window, dot, paste_window, reduce, scan, unary_fn};
+use super::ops::{binary, copy_window, dot, paste_window, reduce, scan, unary_fn};
 use crate::dtype::DType;
 use crate::ir::{DmaCopy, Func, Loc, Offset, OpKind, Operation, Region, ValueId};
 use std::rc::Rc;
@@ -294,7 +294,7 @@ impl<'a> Machine<'a> {
                     .data
                     .iter()
                     .zip(&r.data)
-                    .map(|(&a, &b)| f64::from(u8::from(compare(*cop, a, b))))
+                    .map(|(&a, &b)| f64::from(u8::from(cop.holds(a, b))))
                     .collect();
                 self.set(
                     op.results[0],

@@ -4,7 +4,7 @@
 use super::array::{round, strides, unravel, Array};
 use super::math::erf;
 use crate::dtype::DType;
-use crate::ir::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
+use crate::ir::{BinaryOp, ReduceOp, UnaryOp};
 
 pub(crate) fn unary_fn(op: UnaryOp, dtype: DType) -> fn(f64) -> f64 {
     match op {
@@ -80,17 +80,6 @@ fn shift(op: BinaryOp, dtype: DType, a: f64, b: f64) -> f64 {
     } else {
         r
     }) as f64
-}
-
-pub(crate) fn compare(op: CompareOp, a: f64, b: f64) -> bool {
-    match op {
-        CompareOp::Eq => a == b,
-        CompareOp::Ne => a != b,
-        CompareOp::Lt => a < b,
-        CompareOp::Le => a <= b,
-        CompareOp::Gt => a > b,
-        CompareOp::Ge => a >= b,
-    }
 }
 
 /// Reduces `axes` of `x` (result in row-major order of the kept dims); sums in f64 and

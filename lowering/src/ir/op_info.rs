@@ -198,6 +198,20 @@ op_table!(
     }
 );
 
+impl CompareOp {
+    /// Whether `a op b` holds (ordered: a NaN makes all but `ne` false).
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            CompareOp::Eq => a == b,
+            CompareOp::Ne => a != b,
+            CompareOp::Lt => a < b,
+            CompareOp::Le => a <= b,
+            CompareOp::Gt => a > b,
+            CompareOp::Ge => a >= b,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

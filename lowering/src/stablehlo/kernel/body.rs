@@ -464,13 +464,7 @@ impl<'a> BodyEmitter<'a> {
         // `stablehlo.if` passes through, and fuses a select into the ops around it.
         let cheap = !self.batch_axes.is_empty()
             && [then_r, else_r].iter().all(|r| cheap(r))
-            && (self.checks.is_none()
-                || !vop
-                    .origin
-                    .kind
-                    .regions()
-                    .into_iter()
-                    .any(has_dynamic_starts));
+            && !self.checks_in_branches(vop);
         if !self.get(cond)?.axes.is_empty() || cheap {
             return self.emit_selected_if(f, vop, cond, then_r, else_r);
         }
@@ -488,6 +482,12 @@ impl<'a> BodyEmitter<'a> {
         let outs = f.if_else(&c, |f| branch(f, then_r), |f| branch(f, else_r))?;
         let outs = self.split_check_state(&outs)?.to_vec();
         self.bind_results(vop, outs)
+    }
+
+    /// Whether, checked, the branches of `if` `vop` have traced starts to check.
+    fn checks_in_branches(&self, vop: &Op) -> bool {
+        let regions = vop.origin.kind.regions();
+        self.checks.is_some() && regions.into_iter().any(has_dynamic_starts)
     }
 
     /// An `if` whose condition differs between batched steps, if-converted: both branches run
@@ -513,7 +513,7 @@ impl<'a> BodyEmitter<'a> {
         if [then_r, else_r].iter().any(|r| has_while(r)) {
             return Err(refuse("a branch has a `while` loop"));
         }
-        if self.checks.is_some() && op.kind.regions().into_iter().any(has_dynamic_starts) {
+        if self.checks_in_branches(vop) {
             return Err(refuse("a branch has slices checked at traced starts"));
         }
         let mut branch =

@@ -16,7 +16,7 @@
 use super::plan::Plan;
 use crate::dtype::DType;
 use crate::ir::discharge::{Discharged, Kind, Op, Region};
-use crate::ir::{BinaryOp, CompareOp, Literal, Offset, OpKind, ValueId};
+use crate::ir::{BinaryOp, Literal, Offset, OpKind, ValueId};
 use std::collections::{BTreeSet, HashMap};
 
 /// Whether no step of `plan` can read scratch contents another parallel point wrote.
@@ -273,17 +273,7 @@ impl Flow<'_> {
                 BinaryOp::Mul => Known::Int(i32::try_from(int(lhs)? * int(rhs)?).ok()?.into()),
                 _ => return None,
             },
-            OpKind::Compare { op, lhs, rhs } => {
-                let (a, b) = (int(lhs)?, int(rhs)?);
-                Known::Bool(match op {
-                    CompareOp::Eq => a == b,
-                    CompareOp::Ne => a != b,
-                    CompareOp::Lt => a < b,
-                    CompareOp::Le => a <= b,
-                    CompareOp::Gt => a > b,
-                    CompareOp::Ge => a >= b,
-                })
-            }
+            OpKind::Compare { op, lhs, rhs } => Known::Bool(op.holds(int(lhs)?, int(rhs)?)),
             _ => return None,
         })
     }
