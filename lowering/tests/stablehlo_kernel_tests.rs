@@ -185,6 +185,35 @@ kernel!(
 );
 
 kernel!(
+    RunningSumK,
+    [
+        p("x", In, DType::F32),
+        p("o", Out, DType::F32),
+        p("s", Scr, DType::F32)
+    ],
+    |t| {
+        let (x, o, s) = (
+            t.input::<f32>(0)?,
+            t.output::<f32>(0)?,
+            t.scratch::<f32>(0)?,
+        );
+        // Zeroed on the first step only: each block's output is the sum of the blocks up to
+        // it, carried in scratch across parallel steps (breaking the promise `parallel` makes).
+        __if_else(
+            program_id(0).eq(0),
+            (),
+            |c| {
+                s.store(zeros::<f32>().broadcast_to(s.shape()));
+                (c, ())
+            },
+            |c| (c, ()),
+        );
+        s.store(s.load() + x.load());
+        o.store(s.load());
+    }
+);
+
+kernel!(
     UniformDotIfK,
     [
         p("x", In, DType::F32),
@@ -760,4 +789,33 @@ fn elementwise_bodies_skip_the_block_transpose_only_when_legal() {
     );
     let bias = emit_kernel_as(&bias_program(), Form::Batched).unwrap();
     assert!(bias.contains("stablehlo.transpose"), "{bias}");
+}
+
+/// Auto batches an all-parallel grid only where no step reads scratch another step left: a
+/// running sum carried in scratch keeps the grid loop (and its answer), the batched form
+/// asked for explicitly gives each block alone.
+#[test]
+fn scratch_read_across_parallel_steps_keeps_the_grid_loop() {
+    let p = Launch::new(&RunningSumK)
+        .grid([3])
+        .input(BlockSpec::new([8, 128], |i| (i, 0)))
+        .output(BlockSpec::new([8, 128], |i| (i, 0)), [24, 128])
+        .scratch(Vmem::<f32>::new([8, 128]))
+        .trace_program(&[(DType::F32, vec![24, 128])])
+        .unwrap();
+    assert_eq!(batched_form_applies(&p), Ok(()));
+    let text = emit_kernel(&p).unwrap();
+    assert_eq!(text, emit_kernel_as(&p, Form::GridLoop).unwrap());
+    let x = random(DType::F32, &[24, 128], 14);
+    let outs = [(DType::F32, vec![24, 128])];
+    if let Some(out) = run(&text, std::slice::from_ref(&x), &outs) {
+        let xv = x.to_f64_vec();
+        let want: Vec<f64> = (0..24 * 128)
+            .map(|e| (0..=e / 1024).map(|b| xv[b * 1024 + e % 1024]).sum())
+            .collect();
+        assert!(max_rel_err(&out[0].to_f64_vec(), &want) < 1e-6);
+        let batched = emit_kernel_as(&p, Form::Batched).unwrap();
+        let alone = run(&batched, std::slice::from_ref(&x), &outs).unwrap();
+        assert!(max_rel_err(&alone[0].to_f64_vec(), &want) > 0.1);
+    }
 }

@@ -25,9 +25,10 @@
 //!
 //! [`Form::Auto`] picks the accumulator contraction or the carried scan where its pattern
 //! holds; for other grids with `arbitrary` axes the batched form where its body has a `dot`
-//! and its scratch provably stays private to each parallel point (`private_scratch.rs`,
-//! `batching_pays`), else the grid loop; for all-parallel grids the batched form where it is
-//! legal, else the grid loop.
+//! (`batching_pays`), else the grid loop; for all-parallel grids the batched form where it is
+//! legal, else the grid loop. It batches only where scratch provably stays private to each
+//! parallel point (`private_scratch.rs`), so that it gives the grid loop's (the TPU's,
+//! the interpreter's) result even for a kernel that breaks the promise `parallel` makes.
 //!
 //! [`emit_kernel_checked`] emits the checked mode (`checks.rs`): traced starts are checked
 //! instead of clamped. A body with traced starts skips the accumulator contraction and the
@@ -146,6 +147,8 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
                 None => grid_loop::emit(&plan, checked)?,
             }
         }
+        // A step that reads scratch another step left behind needs the grid loop's order.
+        Form::Auto if !scratch_is_private(&plan)? => grid_loop::emit(&plan, checked)?,
         // Whether the batched form applies is only fully known once its body is translated.
         Form::Auto => match batched::emit(&plan, body_checked, checked) {
             Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan, checked)?,
@@ -171,8 +174,12 @@ fn batching_pays(plan: &Plan) -> Result<bool, EmitError> {
         .filter(|&a| plan.parallel[a])
         .map(|a| plan.grid[a])
         .product();
-    if points < 2 || !has_dot(&plan.body.body) {
-        return Ok(false);
+    Ok(points > 1 && has_dot(&plan.body.body) && scratch_is_private(plan)?)
+}
+
+fn scratch_is_private(plan: &Plan) -> Result<bool, EmitError> {
+    if plan.scratch.is_empty() {
+        return Ok(true);
     }
     let body = crate::ir::discharge::discharge(plan.body)?;
     Ok(private_scratch::scratch_is_private(plan, &body))
