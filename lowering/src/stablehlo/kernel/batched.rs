@@ -316,7 +316,7 @@ impl Step<'_, '_> {
         for x in self.inputs {
             let (v, rest) = match &x.late {
                 None => at_step(f, &x.blocks, &x.axes, looped)?,
-                Some((perm, view)) => late_at_step(f, x, perm, view, looped)?,
+                Some((perm, view)) => permuted_at_step(f, &x.blocks, &x.axes, perm, view, looped)?,
             };
             body.set_ref(x.param, v, rest);
         }
@@ -358,22 +358,44 @@ struct Input {
     late: Option<(Vec<usize>, Vec<usize>)>,
 }
 
-/// A `late` input at this step: the looped axes' dims sliced to this step's index, then
-/// moved behind the others' and dropped, the block reshaped to the view.
-fn late_at_step(
+/// `blocks` (leading dims standing for `axes`) at this step's index of the looped axes: those
+/// dims are sliced to one and dropped. Returns the value and the axes it still carries.
+fn at_step(
     f: &mut FuncBuilder,
-    x: &Input,
+    blocks: &Value,
+    axes: &[usize],
+    looped: &[(usize, Value)],
+) -> Result<(Value, Vec<usize>), EmitError> {
+    let perm: Vec<usize> = (0..blocks.rank()).collect();
+    let block = &blocks.shape()[axes.len()..];
+    permuted_at_step(f, blocks, axes, &perm, block, looped)
+}
+
+/// [`at_step`] of blocks whose dims `perm` takes to `axes ++ block` (a `late` input's, still
+/// in the array's layout): the looped axes' dims sliced to this step's index, moved behind
+/// the others' and dropped, the block reshaped to `view`. Transposes and reshapes that
+/// change nothing are not emitted.
+fn permuted_at_step(
+    f: &mut FuncBuilder,
+    blocks: &Value,
+    axes: &[usize],
     perm: &[usize],
     view: &[usize],
     looped: &[(usize, Value)],
 ) -> Result<(Value, Vec<usize>), EmitError> {
     let index = |a: &usize| looped.iter().find(|(x, _)| x == a).map(|(_, v)| v.clone());
+    let shape = blocks.shape().to_vec();
+    if !axes.iter().any(|a| index(a).is_some()) {
+        let moved = f.transpose(blocks, perm)?;
+        let lead = perm[..axes.len()].iter().map(|&d| shape[d]);
+        let shape: Vec<usize> = lead.chain(view.iter().copied()).collect();
+        return Ok((f.reshape(&moved, &shape)?, axes.to_vec()));
+    }
     let zero = f.scalar(DType::I32, 0.0)?;
-    let shape = x.blocks.shape().to_vec();
     let mut starts = vec![zero; shape.len()];
     let mut sizes = shape.clone();
     let (mut rest, mut lead) = (Vec::new(), Vec::new());
-    for (a, &d) in x.axes.iter().zip(perm) {
+    for (a, &d) in axes.iter().zip(perm) {
         match index(a) {
             Some(i) => {
                 starts[d] = i;
@@ -386,43 +408,9 @@ fn late_at_step(
         }
     }
     let refs: Vec<&Value> = starts.iter().collect();
-    let window = f.dynamic_slice(&x.blocks, &refs, &sizes)?;
+    let window = f.dynamic_slice(blocks, &refs, &sizes)?;
     let moved = f.transpose(&window, perm)?;
     Ok((f.reshape(&moved, &[lead, view.to_vec()].concat())?, rest))
-}
-
-/// `blocks` (leading dims standing for `axes`) at this step's index of the looped axes: those
-/// dims are sliced to one and dropped. Returns the value and the axes it still carries.
-fn at_step(
-    f: &mut FuncBuilder,
-    blocks: &Value,
-    axes: &[usize],
-    looped: &[(usize, Value)],
-) -> Result<(Value, Vec<usize>), EmitError> {
-    let index = |a: &usize| looped.iter().find(|(x, _)| x == a).map(|(_, v)| v.clone());
-    if !axes.iter().any(|a| index(a).is_some()) {
-        return Ok((blocks.clone(), axes.to_vec()));
-    }
-    let zero = f.scalar(DType::I32, 0.0)?;
-    let (mut starts, mut sizes, mut kept, mut rest) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (d, &n) in blocks.shape().iter().enumerate() {
-        match axes.get(d).and_then(index) {
-            Some(i) => {
-                starts.push(i);
-                sizes.push(1);
-            }
-            None => {
-                starts.push(zero.clone());
-                sizes.push(n);
-                kept.push(n);
-                rest.extend(axes.get(d).copied());
-            }
-        }
-    }
-    let refs: Vec<&Value> = starts.iter().collect();
-    let window = f.dynamic_slice(blocks, &refs, &sizes)?;
-    Ok((f.reshape(&window, &kept)?, rest))
 }
 
 /// `carried` with this step's blocks `v` (leading dims: the parallel axes) written at the

@@ -53,6 +53,7 @@ pub use checks::{Access, BoundsCheck};
 pub use error::EmitError;
 
 use crate::ir::{BlockOperand, KernelProgram, OpKind};
+use crate::stablehlo::Module;
 use plan::{Operand, Plan, Scratch};
 
 /// Which StableHLO form to emit.
@@ -138,28 +139,32 @@ fn emit(program: &KernelProgram, form: Form, checked: bool) -> Result<CheckedMod
             };
             match contraction {
                 Some(module) => (module, Vec::new()),
-                None if batching_pays(&plan)? => {
-                    match batched::emit(&plan, body_checked, checked) {
-                        Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan, checked)?,
-                        other => other?,
-                    }
-                }
+                None if batching_pays(&plan)? => batched_else_loop(&plan, body_checked, checked)?,
                 None => grid_loop::emit(&plan, checked)?,
             }
         }
         // A step that reads scratch another step left behind needs the grid loop's order.
         Form::Auto if !scratch_is_private(&plan)? => grid_loop::emit(&plan, checked)?,
-        // Whether the batched form applies is only fully known once its body is translated.
-        Form::Auto => match batched::emit(&plan, body_checked, checked) {
-            Err(EmitError::NotBatchable { .. }) => grid_loop::emit(&plan, checked)?,
-            other => other?,
-        },
+        Form::Auto => batched_else_loop(&plan, body_checked, checked)?,
     };
     Ok(CheckedModule {
         text: module.into_text(),
         checks,
         grid_rank: plan.grid.len(),
     })
+}
+
+/// The batched form, or the grid loop where it is not legal (which is only fully known once
+/// its body is translated).
+fn batched_else_loop(
+    plan: &Plan,
+    body_checked: bool,
+    checked: bool,
+) -> Result<(Module, Vec<BoundsCheck>), EmitError> {
+    match batched::emit(plan, body_checked, checked) {
+        Err(EmitError::NotBatchable { .. }) => grid_loop::emit(plan, checked),
+        other => other,
+    }
 }
 
 /// Whether [`Form::Auto`] tries the batched form for a grid with `arbitrary` axes: when its
@@ -186,9 +191,7 @@ fn scratch_is_private(plan: &Plan) -> Result<bool, EmitError> {
 }
 
 fn has_dot(r: &crate::ir::Region) -> bool {
-    r.ops.iter().any(|op| {
-        matches!(op.kind, OpKind::Dot { .. }) || op.kind.regions().into_iter().any(has_dot)
-    })
+    any_op(r, &|k| matches!(k, OpKind::Dot { .. }))
 }
 
 /// `Ok` when [`Form::Batched`] is legal for `program`, else the reason it is not (or the
@@ -273,12 +276,19 @@ fn plan_of(p: &KernelProgram) -> Result<Plan<'_>, EmitError> {
 }
 
 fn has_dma(r: &crate::ir::Region) -> bool {
-    r.ops.iter().any(|op| {
+    any_op(r, &|k| {
         matches!(
-            op.kind,
+            k,
             OpKind::DmaStart(_) | OpKind::DmaWait(_) | OpKind::RunScoped { .. }
-        ) || op.kind.regions().into_iter().any(has_dma)
+        )
     })
+}
+
+/// Whether an op of `r`, or of a region nested in it, is one `pick` picks.
+fn any_op(r: &crate::ir::Region, pick: &dyn Fn(&OpKind) -> bool) -> bool {
+    r.ops
+        .iter()
+        .any(|op| pick(&op.kind) || op.kind.regions().into_iter().any(|r| any_op(r, pick)))
 }
 
 fn operand(param: crate::ir::ValueId, o: &BlockOperand) -> Operand<'_> {
