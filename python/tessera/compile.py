@@ -41,14 +41,14 @@ def _overload_name(func):
 def _native_arg(v):
     """An FX argument as `eager_call` takes it: CPU tensors uploaded (once while unchanged),
     everything else as the device converts it."""
-    if isinstance(v, torch.Tensor) and v.device.type == "cpu":
-        return _upload(v)
-    if isinstance(v, torch.Tensor) and v.device.type == "meta":
+    if isinstance(v, torch.Tensor) and v.is_meta:
         # The inner tensor of a tpu tensor input (AOTAutograd passes those): its device value.
         value = _value_of_meta(v)
         if value is None:
             raise _native.ArgumentError("tessera compile: a meta tensor input that is no tpu tensor's")
         return value
+    if isinstance(v, torch.Tensor) and v.device.type == "cpu":
+        return _upload(v)
     if isinstance(v, (list, tuple)):
         return [_native_arg(x) for x in v]
     return _device_arg(v)
@@ -277,7 +277,7 @@ class _Program:
         outs = fn([_native_arg(a) for a in tensors])
         take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
                 "program": lambda k, d: _download(outs[k]), "saved": lambda k, d: _wrap(outs[k])}
-        if any(a.device.type == "meta" for a in tensors):
+        if any(a.is_meta for a in tensors):
             # Traced from tpu tensors (their inner meta tensors are the inputs): every result
             # stays on the device. One AOTAutograd wraps in a tpu tensor (traced as the inner
             # meta tensor of one) is returned as the inner tensor of a new tpu tensor; one
@@ -301,9 +301,9 @@ def _traced_device(node):
 
 def _device_out(e):
     """Eager value `e` as the inner tensor of a tpu tensor (AOTAutograd wraps it in one)."""
-    shape = list(e.shape)
+    shape = e.shape
     storage = _Storage(e, math.prod(shape), _TORCH_DTYPES[e.dtype])
-    return _ref_meta(storage, shape, _contiguous_strides(shape), 0)
+    return _ref_meta(storage, shape, None, 0)
 
 
 def _compile_graph(gm, example_inputs):

@@ -35,26 +35,33 @@ impl Buffer {
     /// host's, dense and row-major, and not empty; otherwise gives the buffer back (copy it
     /// with [`Buffer::to_host_into`]). An execution error is an error.
     pub fn into_host_view(self) -> Result<std::result::Result<HostView, Buffer>> {
+        match self.host_memory()? {
+            Some(ptr) => Ok(Ok(HostView { buffer: self, ptr })),
+            None => Ok(Err(self)),
+        }
+    }
+
+    /// Waits for the buffer's value, then gives the address of its row-major elements where
+    /// its memory is the host's, dense and row-major, and not empty (else None). The address
+    /// stays valid while the buffer lives. An execution error is an error.
+    pub(crate) fn host_memory(&self) -> Result<Option<*mut u8>> {
         // (A forked child gets an error here: it cannot use the parent's PJRT.)
         self.block_until_ready()?;
         if self.platform_name() != "cpu" || self.shape().iter().product::<usize>() == 0 {
-            return Ok(Err(self));
+            return Ok(None);
         }
         let api = self.client_inner().plugin.api();
         if api.PJRT_Buffer_OpaqueDeviceMemoryDataPointer.is_none()
             || api.PJRT_Buffer_GetMemoryLayout.is_none()
             || !self.row_major()?
         {
-            return Ok(Err(self));
+            return Ok(None);
         }
         let mut p: ffi::PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args = ffi::args();
         p.buffer = self.raw();
         pjrt!(api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer, &mut p)?;
         let ptr = p.device_memory_ptr as *mut u8;
-        if ptr.is_null() {
-            return Ok(Err(self));
-        }
-        Ok(Ok(HostView { buffer: self, ptr }))
+        Ok((!ptr.is_null()).then_some(ptr))
     }
 
     /// Whether PJRT lays the elements out dense and row-major (untiled, the last dim fastest).

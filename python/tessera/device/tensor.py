@@ -237,9 +237,12 @@ def _note_traced():
 
 
 def _ref_meta(storage, size, stride, offset):
-    """A meta tensor of `size` and `stride` that refers to `storage` at `offset` (the inner
-    tensor of a device tensor, for torch.compile)."""
-    m = torch.empty_strided(size, stride, dtype=storage.dtype, device="meta")
+    """A meta tensor of `size` and `stride` (None: contiguous) that refers to `storage` at
+    `offset` (the inner tensor of a device tensor, for torch.compile)."""
+    if stride is None:
+        m = torch.empty(size, dtype=storage.dtype, device="meta")
+    else:
+        m = torch.empty_strided(size, stride, dtype=storage.dtype, device="meta")
     m._tessera_ref = (storage, offset)
     return m
 
@@ -251,6 +254,10 @@ def _value_of_meta(m):
     if ref is None:
         return None
     storage, offset = ref
+    if not offset and storage.error is None and m.shape == storage.shape and m.is_contiguous():
+        # The whole storage as it is (what a compiled program's inputs mostly are): its value,
+        # without a device tensor made only to read it (a compiled call reads dozens).
+        return storage.value
     value = _value(TpuTensor(storage, m.shape, m.stride(), offset))
     if value is not storage.value:
         # A view of its storage (the gradient of a reshaped output): copied, since a compiled
