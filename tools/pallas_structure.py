@@ -4,7 +4,8 @@
 Usage:
   pallas_structure.py [--add M N BM BN] [--matmul M N K B] [--softmax M N BM]
                       [--gather N_OUT V] [--bmm B M K N] [--gmm M K N G] [--dma N_OUT V]
-                      [--paged BATCH WIDTH POOL] [--scoped N_OUT V] [--dtype D]
+                      [--paged BATCH WIDTH POOL] [--scoped N_OUT V] [--buffered M N BM]
+                      [--element STEPS STRIDE ROWS] [--dtype D]
       Lowers the Pallas equivalents of Tessera's add, matmul (f32 VMEM accumulator, k axis
       `arbitrary`), row softmax, a row-block gather by scalar-prefetched indices
       (`PrefetchScalarGridSpec`), a batched matmul with a squeezed (`None`) batch dim and a
@@ -12,9 +13,11 @@ Usage:
       blocks) and a manual-DMA row copy (input and output in HBM via `pl.ANY`, rows at
       scalar-prefetched offsets copied by `make_async_copy`) and a paged-attention decode step
       (K/V pages in HBM copied by double-buffered DMA) and the row copy with `run_scoped`
-      scratch and a row-times-weight product with `pl.Buffered` windows, for TPU -- no TPU needed -- and prints one JSON object
+      scratch and a row-times-weight product with `pl.Buffered` windows and a sliding-window
+      row sum over overlapping `pl.Element` row windows (step i sums rows [STRIDE*i,
+      STRIDE*i + ROWS)), for TPU -- no TPU needed -- and prints one JSON object
       {"add": S, "matmul": S, "softmax": S, "gather": S, "bmm": S, "gmm": S, "dma": S,
-       "paged": S, "scoped": S, "buffered": S}.
+       "paged": S, "scoped": S, "buffered": S, "element": S}.
   pallas_structure.py --module FILE [FILE ...]
       Prints {FILE: S} for Mosaic modules as text (serialized or readable), e.g. Tessera's.
 
@@ -22,7 +25,8 @@ S = {"iteration_bounds": [..], "dimension_semantics": [..], "scratch_operands": 
      "scalar_prefetch": n,
      "arg_types": [..kernel func argument types..],
      "window_params": [{"window_bounds": [..], "index_map": [["arg", i] | ["const", c] | ["expr", op]],
-                        "pipeline_mode": m (only where given)} | {}]}
+                        "pipeline_mode": m (only where given),
+                        "window_kind": k (only where given: "element_window<[..], [..]>")} | {}]}
 ({} for an operand left in HBM: Pallas gives it no window).
 where `index_map` says, per block dim, what the transform function returns: a grid index,
 a constant, or (anything else) the op that computes it.
@@ -292,6 +296,22 @@ def buffered(m, n, bm, dtype):
     return call, [jax.ShapeDtypeStruct((m, n), dtype), jax.ShapeDtypeStruct((bm, n), dtype)]
 
 
+def element(steps, stride, rows, dtype):
+    # Step i sees rows [stride*i, stride*i + rows) of x (overlapping where stride < rows) and
+    # writes their column sums to every row of output block i. Mosaic's element windows take
+    # element offsets in every dim, so Pallas needs `pl.Element` in all of them.
+    def kernel(x_ref, o_ref):
+        s = jnp.sum(x_ref[...], axis=0, keepdims=True)
+        o_ref[...] = jnp.broadcast_to(s, o_ref.shape)
+
+    call = pl.pallas_call(
+        kernel, grid=(steps,),
+        in_specs=[pl.BlockSpec((pl.Element(rows), pl.Element(128)), lambda i: (i * stride, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((steps * 8, 128), dtype), compiler_params=parallel(1))
+    return call, [jax.ShapeDtypeStruct(((steps - 1) * stride + rows, 128), dtype)]
+
+
 def mosaic_body(call, args):
     """The Mosaic module bytes inside the lowered tpu_custom_call."""
     text = jax.jit(call).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
@@ -335,6 +355,9 @@ def structure(source):
             if "pipeline_mode" in w:
                 # pl.Buffered(n): "synchronous" (1) or "double_buffered" (2).
                 window["pipeline_mode"] = re.search(r"<(\w+)>", str(w["pipeline_mode"])).group(1)
+            if "window_kind" in w:
+                # pl.Element: "element_window<[pad low..], [pad high..]>".
+                window["window_kind"] = re.sub(r"^#tpu\.", "", str(w["window_kind"]))
             windows.append(window)
         ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
         return {
@@ -374,6 +397,7 @@ def main(argv):
     ap.add_argument("--scoped", nargs=2, type=int, default=[4, 40], metavar=("N_OUT", "V"))
     ap.add_argument("--paged", nargs=3, type=int, default=[2, 4, 6], metavar=("BATCH", "WIDTH", "POOL"))
     ap.add_argument("--buffered", nargs=3, type=int, default=[64, 256, 16], metavar=("M", "N", "BM"))
+    ap.add_argument("--element", nargs=3, type=int, default=[8, 4, 8], metavar=("STEPS", "STRIDE", "ROWS"))
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--module", nargs="+", metavar="FILE")
     a = ap.parse_args(argv)
@@ -383,7 +407,8 @@ def main(argv):
         dtype = jnp.dtype(a.dtype)
         kernels = {"add": add(*a.add, dtype), "matmul": matmul(*a.matmul, dtype), "softmax": softmax(*a.softmax, dtype),
                    "gather": gather(*a.gather, dtype), "bmm": bmm(*a.bmm, dtype), "gmm": gmm(*a.gmm, dtype), "dma": dma(*a.dma, dtype), "paged": paged(*a.paged, dtype),
-                   "scoped": scoped(*a.scoped, dtype), "buffered": buffered(*a.buffered, dtype)}
+                   "scoped": scoped(*a.scoped, dtype), "buffered": buffered(*a.buffered, dtype),
+                   "element": element(*a.element, dtype)}
         out = {name: structure(mosaic_body(call, args)) for name, (call, args) in kernels.items()}
     print(json.dumps(out, indent=1, sort_keys=True))
     return 0

@@ -29,11 +29,14 @@ pub enum InterpError {
         got_shape: Vec<usize>,
     },
 
-    #[error("{loc}: block {block_index:?} of {operand} at grid step {grid_index:?} is out of bounds: blocks of {block_shape:?} in an array of {array_shape:?}")]
+    #[error("{loc}: block {block_index:?}{units} of {operand} at grid step {grid_index:?} is out of bounds: blocks of {block_shape:?} in an array of {array_shape:?}")]
     BlockOutOfBounds {
         operand: String,
         grid_index: Vec<usize>,
+        /// The index map's results: block indices, or element offsets along element dims.
         block_index: Vec<i64>,
+        /// Empty, or which of `block_index` are element offsets (`BlockSpec::element`).
+        units: String,
         block_shape: Vec<usize>,
         array_shape: Vec<usize>,
         loc: Loc,

@@ -212,17 +212,21 @@ fn block_starts(
             Rt::Ref(_) => -1,
         })
         .collect();
+    // Block indices, or element offsets along `o.element`'s dims.
     let in_bounds = index.len() == o.block_shape.len()
         && index
             .iter()
-            .zip(&o.block_shape)
-            .zip(&o.array_shape)
-            .all(|((&b, &n), &d)| b >= 0 && (b as usize) < d.div_ceil(n));
+            .enumerate()
+            .all(|(d, &b)| b >= 0 && o.max_index(d).is_some_and(|m| b as usize <= m));
     if !in_bounds {
         return Err(InterpError::BlockOutOfBounds {
             operand: o.name.clone(),
             grid_index: step.to_vec(),
             block_index: index,
+            units: match o.element.is_empty() {
+                true => String::new(),
+                false => format!(" (element offsets in dims {:?})", o.element),
+            },
             block_shape: o.block_shape.clone(),
             array_shape: o.array_shape.clone(),
             loc: o.index_map.loc,
@@ -230,7 +234,7 @@ fn block_starts(
     }
     Ok(index
         .iter()
-        .zip(&o.block_shape)
-        .map(|(&b, &n)| b as usize * n)
+        .enumerate()
+        .map(|(d, &b)| o.start(d, b as usize))
         .collect())
 }

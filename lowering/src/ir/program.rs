@@ -37,20 +37,25 @@ impl DimensionSemantics {
 }
 
 /// One blocked operand (an input or an output) of a launch.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct BlockOperand {
     /// The kernel parameter's name.
     pub name: String,
     pub dtype: DType,
     /// The whole array's shape.
     pub array_shape: Vec<usize>,
-    /// The block's shape; each dim divides the array's.
+    /// The block's shape; each dim divides the array's (except element dims, whose block
+    /// only has to fit in the array, and padded edge blocks).
     pub block_shape: Vec<usize>,
     /// Block dims the kernel's ref lacks (Pallas' `None`), sorted; each has block size 1.
     pub squeezed: Vec<usize>,
+    /// Dims whose index-map result is an element offset, not a block index
+    /// (`BlockSpec::element`, Pallas' `pl.Element`), sorted; none squeezed.
+    pub element: Vec<usize>,
     /// Grid indices (one `i32` param per grid axis), then one SMEM ref param per
-    /// scalar-prefetch operand -> block indices (one `i32` result per block dim, in block
-    /// units: element offset = index * block dim). Verified.
+    /// scalar-prefetch operand -> one `i32` result per block dim: a block index (element
+    /// offset = index * block dim), or for the dims of `element` the element offset itself
+    /// (`0 ..= array dim - block dim`). Verified.
     pub index_map: Func,
     /// `Vmem` (blocked, pipelined by the grid) or `Any` (left in HBM: the block is the whole
     /// array at block index 0, and the body reaches it by DMA only).
@@ -58,6 +63,27 @@ pub struct BlockOperand {
     /// The pipeline's window buffers when given (`BlockSpec::buffered`: 1 or 2); `None` is
     /// the default double buffering, emitted with no `pipeline_mode`.
     pub buffers: Option<usize>,
+}
+
+/// As derived, but `element` only where there are element dims: the StableHLO snapshots
+/// (`stablehlo/kernel/snapshot.rs`) name programs by this text, so launches without them keep
+/// the names they had before element dims existed and stay comparable across builds.
+impl fmt::Debug for BlockOperand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("BlockOperand");
+        d.field("name", &self.name)
+            .field("dtype", &self.dtype)
+            .field("array_shape", &self.array_shape)
+            .field("block_shape", &self.block_shape)
+            .field("squeezed", &self.squeezed);
+        if !self.element.is_empty() {
+            d.field("element", &self.element);
+        }
+        d.field("index_map", &self.index_map)
+            .field("space", &self.space)
+            .field("buffers", &self.buffers)
+            .finish()
+    }
 }
 
 impl BlockOperand {
@@ -89,12 +115,41 @@ impl BlockOperand {
             .collect()
     }
 
-    /// The array's shape rounded up to whole blocks.
+    /// Whether dim `d`'s index-map result is an element offset (`BlockSpec::element`).
+    pub fn is_element(&self, d: usize) -> bool {
+        self.element.contains(&d)
+    }
+
+    /// The largest index-map result along dim `d` that keeps the block inside the array
+    /// (padded: the last, partial block): `array - block` elements for an element dim,
+    /// else the last block's index. `None` when no result is in range.
+    pub fn max_index(&self, d: usize) -> Option<usize> {
+        let (a, b) = (*self.array_shape.get(d)?, *self.block_shape.get(d)?);
+        match self.is_element(d) {
+            true => a.checked_sub(b),
+            false => a.div_ceil(b).checked_sub(1),
+        }
+    }
+
+    /// The element offset along dim `d` of index-map result `index`.
+    pub fn start(&self, d: usize, index: usize) -> usize {
+        match self.is_element(d) {
+            true => index,
+            false => index * self.block_shape[d],
+        }
+    }
+
+    /// The array's shape rounded up to whole blocks (element dims as they are: their
+    /// blocks stay inside the array).
     pub fn padded_shape(&self) -> Vec<usize> {
         self.blocks_per_dim()
             .iter()
             .zip(&self.block_shape)
-            .map(|(n, b)| n * b)
+            .enumerate()
+            .map(|(d, (n, b))| match self.is_element(d) {
+                true => self.array_shape[d],
+                false => n * b,
+            })
             .collect()
     }
 
@@ -192,6 +247,11 @@ impl KernelProgram {
                 h.dims(&o.array_shape);
                 h.dims(&o.block_shape);
                 h.dims(&o.squeezed);
+                // Only where given, so that the keys of launches without them stay as they were.
+                if !o.element.is_empty() {
+                    h.str("element");
+                    h.dims(&o.element);
+                }
                 h.str(o.space.name());
                 h.usize(o.buffers.unwrap_or(0));
                 hash_func_into(&o.index_map, &mut h);
@@ -278,6 +338,9 @@ impl fmt::Display for KernelProgram {
                 )?;
                 if let Some(n) = o.buffers {
                     writeln!(f, "  buffered({n})")?;
+                }
+                if !o.element.is_empty() {
+                    writeln!(f, "  element offsets in dims {:?}", o.element)?;
                 }
                 write!(f, "{}", o.index_map)?;
             }

@@ -19,7 +19,16 @@
 //!
 //! One element read from a VMEM ref (`load_scalar`), at any index, is 32-bit only: bf16 and
 //! f16 reads are refused here too (writing one element compiles).
+//!
+//! Element windows (`BlockSpec::element`) follow the same rule for the offsets their
+//! transform functions return along the window's last two dims: libtpu fails with "Couldn't
+//! prove that tiling (8) divides index returned by transform_indices on dimension 0" for an
+//! f32 window at `i * 4` or at a row read from SMEM, and "tiling (128)" for lanes at
+//! `i * 64`; `i * 8`, `i * 16` and constants compile, and leading dims take any offset (a
+//! 3-D window at `i * 2`, or at an SMEM value) (measured for v5e, v6e and tpu7x, f32; other
+//! dtypes are assumed to need their sublane tile, as their blocks do).
 
+use super::checks::sublane_tile;
 use super::error::MosaicError;
 use crate::ir::{BinaryOp, KernelProgram, Literal, MemorySpace, Offset, OpKind, Operation};
 use crate::ir::{Func, Region, Type, ValueId};
@@ -49,7 +58,45 @@ pub fn check_dynamic_indices(program: &KernelProgram) -> Result<(), MosaicError>
         defs,
         squeezed,
     };
-    check.region(&body.body)
+    check.region(&body.body)?;
+    check_element_windows(program)
+}
+
+/// Refuses an element window whose offset along one of its last two dims libtpu cannot
+/// prove a multiple of the tile (module docs), at the BlockSpec's line.
+fn check_element_windows(program: &KernelProgram) -> Result<(), MosaicError> {
+    let operands = program.inputs.iter().chain(&program.outputs);
+    for o in operands.filter(|o| !o.element.is_empty() && o.space != MemorySpace::Any) {
+        let map = &o.index_map;
+        let mut defs = HashMap::new();
+        collect_defs(&map.body, &mut defs);
+        let check = Check {
+            func: map,
+            defs,
+            squeezed: HashMap::new(),
+        };
+        let rank = o.block_shape.len();
+        let tiled = [(2, sublane_tile(o.dtype)), (1, LANE_MULTIPLE)];
+        for (from_end, multiple) in tiled.into_iter().filter(|&(e, _)| e <= rank) {
+            let d = rank - from_end;
+            let Some(&r) = map.results().get(d) else {
+                continue;
+            };
+            // Mosaic gets `index * block` for a dim that is not an element dim.
+            let block = o.block_shape[d] as i64;
+            let scaled = !o.is_element(d) && block % multiple as i64 == 0;
+            if scaled || check.multiple_of(r, multiple as i64) {
+                continue;
+            }
+            return Err(MosaicError::UnalignedElementOffset {
+                what: o.name.clone(),
+                dim: d,
+                multiple,
+                loc: map.loc,
+            });
+        }
+    }
+    Ok(())
 }
 
 struct Check<'a> {

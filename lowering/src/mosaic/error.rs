@@ -71,6 +71,15 @@ pub enum MosaicError {
         what: &'static str,
         loc: Loc,
     },
+    /// An element window (`BlockSpec::element`) at an offset along one of its last two dims
+    /// that libtpu cannot prove tile-aligned (`alignment.rs` has the measured rule).
+    #[error("{loc}: `{what}`: the index map's element offset along dim {dim}, one of the window's last two (tiled) dims, must be provably a multiple of {multiple} on TPU (a constant multiple, or `i * {multiple}` plus such multiples), and this one is not; give unaligned element offsets along leading dims only, or copy such rows by DMA (`BlockSpec::any()` and `async_copy`)")]
+    UnalignedElementOffset {
+        what: String,
+        dim: usize,
+        multiple: usize,
+        loc: Loc,
+    },
     #[error("unknown TPU topology `{0}` (expected e.g. v4:2x2x1, v5e:2x2, v5p:2x2x1, v6e:2x2, tpu7x:2x2x1)")]
     UnknownTopology(String),
     #[error("TPU device kind `{0}` is no generation Tessera targets (expected TPU v4, TPU v5 lite, TPU v5p, TPU v6 lite or TPU7x)")]

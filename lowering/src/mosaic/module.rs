@@ -8,9 +8,9 @@ use super::error::MosaicError;
 use super::printer::{result_types, Flavor, Printer, V};
 use super::types::{dense_array, memref, mlir_type};
 use super::MOSAIC_VERSION;
-use crate::ir::Func;
-use crate::ir::KernelProgram;
+use crate::dtype::DType;
 use crate::ir::MemorySpace;
+use crate::ir::{BlockOperand, Func, KernelProgram, Literal, OpKind, ValueId};
 use crate::stablehlo::mlir_string;
 
 /// The whole module as text in `flavor`.
@@ -24,13 +24,7 @@ pub(crate) fn print_module(program: &KernelProgram, flavor: Flavor) -> Result<St
         .enumerate()
         .filter(|(_, o)| o.space != MemorySpace::Any)
     {
-        transform_func(
-            &mut p,
-            &o.index_map,
-            &format!("transform_{i}"),
-            &program.grid,
-            pad,
-        )?;
+        transform_func(&mut p, o, &format!("transform_{i}"), &program.grid, pad)?;
     }
     let mut text =
         format!("module attributes {{stable_mosaic.version = {MOSAIC_VERSION} : i64}} {{\n");
@@ -94,13 +88,14 @@ fn kernel_func(p: &mut Printer, program: &KernelProgram, pad: usize) -> Result<(
             MemorySpace::Any => "{}".to_string(),
             // As Pallas: a `pipeline_mode` only where the BlockSpec gives a depth.
             _ => format!(
-                "{{{}transform_indices = @transform_{i}, window_bounds = {}}}",
+                "{{{}transform_indices = @transform_{i}, window_bounds = {}{}}}",
                 match o.buffers {
                     Some(1) => "pipeline_mode = #tpu.pipeline_mode<synchronous>, ",
                     Some(_) => "pipeline_mode = #tpu.pipeline_mode<double_buffered>, ",
                     None => "",
                 },
-                dense_array("i64", &o.block_shape)
+                dense_array("i64", &o.block_shape),
+                element_window(o)
             ),
         })
         .collect();
@@ -119,21 +114,72 @@ fn kernel_func(p: &mut Printer, program: &KernelProgram, pad: usize) -> Result<(
     Ok(())
 }
 
+/// As Pallas for a `pl.Element` block (jax 0.10.2's `lower_jaxpr_into_pipelined_module`):
+/// `window_kind = #tpu.element_window<[pad low per dim], [pad high per dim]>`, which makes
+/// Mosaic read the transform's results as element offsets, in every dim of the window.
+/// Tessera has no element padding, so both lists are zeros. Nothing for other windows.
+fn element_window(o: &BlockOperand) -> String {
+    if o.element.is_empty() {
+        return String::new();
+    }
+    let zeros = vec!["0"; o.block_shape.len()].join(", ");
+    format!(", window_kind = #tpu.element_window<[{zeros}], [{zeros}]>")
+}
+
+/// The integer constants among the top-level ops of `f`.
+fn int_constants(f: &Func) -> std::collections::HashMap<ValueId, i64> {
+    f.body
+        .ops
+        .iter()
+        .filter_map(|op| match (&op.kind, op.results.as_slice()) {
+            (
+                OpKind::Constant {
+                    value: Literal::Int(c),
+                },
+                [v],
+            ) => Some((*v, *c)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// `(grid indices: i32..., prefetch arrays: memref<.., smem>...) -> (block indices: i32...)`.
+/// For a window with element dims Mosaic takes element offsets in all its dims (Pallas
+/// refuses to mix `pl.Element` with blocked dims), so the other dims' block indices are
+/// multiplied by their block size here (not for size-1 blocks, e.g. squeezed dims, where
+/// they are equal).
 fn transform_func(
     p: &mut Printer,
-    index_map: &Func,
+    o: &BlockOperand,
     name: &str,
     grid: &[usize],
     pad: usize,
 ) -> Result<(), MosaicError> {
+    let index_map = &o.index_map;
     let padding: Vec<V> = (0..pad).map(|_| p.fresh("i32".into())).collect();
     let mut lower = Lower::new(p, index_map, grid, &[]);
     let args = lower.fresh_args(index_map.params());
     lower.bind(index_map.params(), &args);
     let all: Vec<V> = padding.iter().chain(&args).cloned().collect();
     lower.p.begin_block(&all);
-    let results = lower.region_ops(&index_map.body)?;
+    let mut results = lower.region_ops(&index_map.body)?;
+    if !o.element.is_empty() {
+        let constants = int_constants(index_map);
+        for (d, (r, v)) in results.iter_mut().zip(index_map.results()).enumerate() {
+            let b = o.block_shape[d] as i64;
+            if o.is_element(d) || b == 1 {
+                continue;
+            }
+            // A constant block index becomes a constant offset (Pallas' `0` stays a constant).
+            *r = match constants.get(v) {
+                Some(&c) => lower.constant(Literal::Int(c * b), DType::I32, &[]),
+                None => {
+                    let size = lower.constant(Literal::Int(b), DType::I32, &[]);
+                    lower.p.op1("arith.muli", &[r, &size], "", "i32".into())
+                }
+            };
+        }
+    }
     let refs: Vec<&V> = results.iter().collect();
     lower.p.op("func.return", &refs, "", &[]);
     let region = lower.p.end_block();

@@ -11,7 +11,8 @@ use std::sync::Arc;
 type DynIndexMap = dyn Fn(&[Scalar<i32>], &[Prefetch<i32>]) -> Vec<IndexValue> + Send + Sync;
 
 /// How one operand is cut into blocks: block `b` (the index map's result, in block units)
-/// covers elements `b[d] * block_shape[d] ..` of dim `d`.
+/// covers elements `b[d] * block_shape[d] ..` of dim `d`; for the dims of
+/// [`BlockSpec::element`] the map's result is the element offset itself.
 #[derive(Clone)]
 pub struct BlockSpec {
     pub(crate) block_shape: Vec<usize>,
@@ -28,6 +29,9 @@ pub struct BlockSpec {
     pub(crate) buffers: Option<(usize, Loc)>,
     /// [`BlockSpec::padded`]: the array need not be a multiple of the block.
     pub(crate) padded: bool,
+    /// [`BlockSpec::element`]'s dims (sorted, deduplicated) and where they were given;
+    /// checked against the block when the launch is traced.
+    pub(crate) element: Option<(Vec<usize>, Loc)>,
 }
 
 impl fmt::Debug for BlockSpec {
@@ -56,6 +60,7 @@ impl BlockSpec {
             space: MemorySpace::Vmem,
             buffers: None,
             padded: false,
+            element: None,
         }
     }
 
@@ -73,6 +78,7 @@ impl BlockSpec {
             space: MemorySpace::Any,
             buffers: None,
             padded: false,
+            element: None,
         }
     }
 
@@ -94,6 +100,7 @@ impl BlockSpec {
             space: MemorySpace::Vmem,
             buffers: None,
             padded: false,
+            element: None,
         }
     }
 
@@ -128,6 +135,23 @@ impl BlockSpec {
     /// dropped, never stored into the array.
     pub fn padded(mut self) -> BlockSpec {
         self.padded = true;
+        self
+    }
+
+    /// Makes the index map's results for `dims` element offsets instead of block indices
+    /// (Pallas' `pl.Element`): `BlockSpec::new([8, 128], |i| (i * 4, 0)).element([0])` has
+    /// step `i` see rows `4i .. 4i + 8`. Windows may overlap or leave gaps, and the array's
+    /// dim need not be a multiple of the block's; an offset must keep the whole block inside
+    /// the array (`0 ..= array - block`), checked over the grid when the launch is traced.
+    /// Not with `padded()` or `BlockSpec::any()`, nor on squeezed dims (their block size is
+    /// 1, so their index already is an element offset): the launch refuses those, naming
+    /// this call.
+    #[track_caller]
+    pub fn element(mut self, dims: impl Into<Vec<usize>>) -> BlockSpec {
+        let mut dims = dims.into();
+        dims.sort_unstable();
+        dims.dedup();
+        self.element = Some((dims, Loc::caller()));
         self
     }
 

@@ -25,8 +25,9 @@
 //! * `inputs`, `outputs: Vec<BlockOperand>`: `name`, `dtype`, `array_shape`, `block_shape`,
 //!   `space` (`Vmem`, or `Any` for `BlockSpec::any()`: left in HBM, the whole array, reached
 //!   by `async_copy` only), `squeezed` (`.squeeze([..])`: size-1 block dims the body's ref
-//!   lacks), `index_map: ir::Func` (grid rank `i32` params, then the prefetch refs -> block rank `i32` results,
-//!   in blocks; evaluated over the whole grid here, unless it reads prefetch data)
+//!   lacks), `element` (`.element([..])`: dims whose index-map results are element offsets),
+//!   `index_map: ir::Func` (grid rank `i32` params, then the prefetch refs -> block rank `i32` results,
+//!   in blocks or, for element dims, elements; evaluated over the whole grid here, unless it reads prefetch data)
 //! * `scratch: Vec<ScratchBuffer>`: `name`, `dtype`, `shape`, `space` (Vmem, Smem, or
 //!   Semaphore for `DmaSemaphores::new(n)`)
 //! * `structural_hash() -> u64`, `num_steps()`, `Display` (a full text dump)
@@ -611,8 +612,14 @@ fn block_operand(
             loc,
         });
     }
+    let element = element_dims(&what, spec, block)?;
     for (dim, (&b, &a)) in block.iter().zip(array).enumerate() {
-        if b == 0 || (a % b != 0 && !spec.padded) {
+        // An element dim's block need only fit: its offsets are any `0 ..= a - b`.
+        let fits = match element.contains(&dim) {
+            true => b <= a,
+            false => a % b == 0 || spec.padded,
+        };
+        if b == 0 || !fits {
             return Err(TraceError::BlockNotDividing {
                 what,
                 dim,
@@ -699,10 +706,46 @@ fn block_operand(
         array_shape: array.to_vec(),
         block_shape: block.clone(),
         squeezed: spec.squeezed.clone(),
+        element,
         index_map,
         space: spec.space,
         buffers: spec.buffers.map(|(n, _)| n),
     })
+}
+
+/// `spec`'s element dims (`BlockSpec::element`), checked against its `block`: errors name
+/// the `.element(..)` call.
+fn element_dims(what: &str, spec: &BlockSpec, block: &[usize]) -> Result<Vec<usize>, TraceError> {
+    let Some((dims, loc)) = &spec.element else {
+        return Ok(Vec::new());
+    };
+    let problem = if spec.space == MemorySpace::Any {
+        Some(format!(
+            "{what}: `element({dims:?})` on an HBM operand (`BlockSpec::any()`): it has no \
+             blocks, so no offsets to give; slice it with `.at(..)` in the DMA instead"
+        ))
+    } else if spec.padded {
+        Some(format!(
+            "{what}: `element({dims:?})` with `padded()`: an element offset keeps its block \
+             inside the array, so there is no edge block to pad; drop one of the two"
+        ))
+    } else if let Some(&d) = dims.iter().find(|&&d| d >= block.len()) {
+        Some(format!(
+            "{what}: element dim {d} is not a dim of the rank-{} block {block:?}",
+            block.len()
+        ))
+    } else if let Some(&d) = dims.iter().find(|d| spec.squeezed.contains(d)) {
+        Some(format!(
+            "{what}: element dim {d} is also squeezed; a squeezed dim has block size 1, so its \
+             index already is an element offset: drop it from `element(..)`"
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(message) => Err(TraceError::Launch { message, loc: *loc }),
+        None => Ok(dims.clone()),
+    }
 }
 
 /// The scalar-prefetch operands: each declared `i32` (SMEM words) and handed an `i32` array.
@@ -759,6 +802,25 @@ fn check_block_indices(o: &BlockOperand, grid: &[usize]) -> Result<(), TraceErro
         return Ok(());
     }
     crate::interp::check_block_indices(o, grid).map_err(|e| match e {
+        crate::interp::InterpError::BlockOutOfBounds {
+            grid_index,
+            block_index,
+            ..
+        } if !o.element.is_empty() => TraceError::Launch {
+            message: format!(
+                "`{}`: at grid index {grid_index:?} the index map gives {block_index:?} (element \
+                 offsets in dims {:?}, block indices in the others), out of range for blocks \
+                 of {:?} in an array of {:?} (largest in range per dim: {:?})",
+                o.name,
+                o.element,
+                o.block_shape,
+                o.array_shape,
+                (0..o.block_shape.len())
+                    .map(|d| o.max_index(d).unwrap_or(0))
+                    .collect::<Vec<_>>()
+            ),
+            loc: map.loc,
+        },
         crate::interp::InterpError::BlockOutOfBounds {
             grid_index,
             block_index,

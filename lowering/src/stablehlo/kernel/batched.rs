@@ -80,6 +80,13 @@ fn check_layout(plan: &Plan) -> Result<(), String> {
 
 /// Reads an index map as one [`DimMap`] per array dim, or says why it is not that simple.
 pub(super) fn dim_maps(plan: &Plan, o: &Operand) -> Result<Vec<DimMap>, String> {
+    // Element offsets (`BlockSpec::element`) may overlap or leave gaps: no re-layout. Inputs
+    // are gathered instead; an output refuses the batched, folded and contracted forms.
+    if let Some(d) = o.element.first() {
+        return Err(format!(
+            "dim {d} gives element offsets (`element`), not block indices"
+        ));
+    }
     let map = o.index_map;
     let defining = |v| {
         map.body
@@ -537,9 +544,10 @@ fn split_blocks(
 /// How many times its array's size the gathered blocks of an input may take.
 const GATHER_LIMIT: usize = 4;
 
-/// An input whose index map is no fixed re-layout (it reads scalar-prefetch data, say): the
-/// map evaluated for all grid steps at once, then each step's block gathered from the array
-/// `x` at `block index * block`, where `gather` clamps as the grid loop's `dynamic_slice`
+/// An input whose index map is no fixed re-layout (it reads scalar-prefetch data, or gives
+/// element offsets, say): the map evaluated for all grid steps at once, then each step's
+/// block gathered from the array `x` at `block index * block` (the element offset itself
+/// along element dims), where `gather` clamps as the grid loop's `dynamic_slice`
 /// does. Returns `axes ++ block` and `axes`, the grid axes the block indices depend on.
 fn gathered_blocks(
     f: &mut FuncBuilder,
@@ -588,11 +596,9 @@ fn gathered_blocks(
         });
     }
     let mut starts = Vec::with_capacity(results.len());
-    for (&r, &b) in results.iter().zip(&o.block) {
+    for (d, &r) in results.iter().enumerate() {
         let index = eval.value_over(f, r, &axes)?;
-        let size = f.scalar(DType::I32, b as f64)?;
-        let size = f.broadcast_in_dim(&size, &lead, &[])?;
-        starts.push(f.mul(&index, &size)?);
+        starts.push(o.start(f, d, &index, Some(&lead))?);
     }
     Ok((gather_windows(f, x, &starts, &lead, &o.block)?, axes))
 }

@@ -51,7 +51,12 @@ pub enum Access {
         side: Option<&'static str>,
     },
     /// The block an index map selects (reading a scalar-prefetch array).
-    Block { operand: String },
+    Block {
+        operand: String,
+        /// The map gives an element offset along the check's dim (`BlockSpec::element`),
+        /// not a block index.
+        element: bool,
+    },
 }
 
 impl BoundsCheck {
@@ -83,7 +88,15 @@ impl BoundsCheck {
                      would have clamped it to {clamped})"
                 )
             }
-            Access::Block { operand } => format!(
+            Access::Block {
+                operand,
+                element: true,
+            } => format!(
+                "{loc}: the index map of `{operand}` gives element offset {start} at dim {dim}{step}, \
+                 out of bounds for a block of {size} in an array of shape {shape:?} \
+                 (the CPU plugin would have clamped it to {clamped})"
+            ),
+            Access::Block { operand, .. } => format!(
                 "{loc}: the index map of `{operand}` gives block {} at dim {dim}{step}, out of \
                  bounds for blocks of {size} in an array of shape {shape:?} \
                  (the CPU plugin would have clamped it to the block at element {clamped})",
@@ -98,7 +111,7 @@ impl fmt::Display for Access {
         match self {
             Access::Op { op, side: None } => write!(f, "`{op}`"),
             Access::Op { op, side: Some(s) } => write!(f, "`{op}` {s}"),
-            Access::Block { operand } => write!(f, "index map of `{operand}`"),
+            Access::Block { operand, .. } => write!(f, "index map of `{operand}`"),
         }
     }
 }

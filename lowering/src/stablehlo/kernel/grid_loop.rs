@@ -169,10 +169,9 @@ impl Step<'_, '_> {
         map.emit_body(f)?;
         *checks = map.take_checks();
         let mut offsets = Vec::new();
-        for (r, &b) in o.index_map.results().iter().zip(&o.block) {
-            let block_index = map.value(*r)?;
-            let size = f.scalar(DType::I32, b as f64)?;
-            offsets.push(f.mul(&block_index, &size)?);
+        for (d, r) in o.index_map.results().iter().enumerate() {
+            let index = map.value(*r)?;
+            offsets.push(o.start(f, d, &index, None)?);
         }
         if let Some(c) = checks.as_mut().filter(|_| check_blocks) {
             for (dim, start) in offsets.iter().enumerate() {
@@ -180,6 +179,7 @@ impl Step<'_, '_> {
                     loc: o.index_map.loc,
                     access: Access::Block {
                         operand: o.name.to_string(),
+                        element: o.element.contains(&dim),
                     },
                     dim,
                     size: o.block[dim],

@@ -300,5 +300,6 @@ fn operand(param: crate::ir::ValueId, o: &BlockOperand) -> Operand<'_> {
         block: o.block_shape.clone(),
         view: o.ref_shape(),
         index_map: &o.index_map,
+        element: &o.element,
     }
 }

@@ -4,6 +4,7 @@
 use super::error::EmitError;
 use crate::dtype::DType;
 use crate::ir::{self, Func, Type, ValueId};
+use crate::stablehlo::{FuncBuilder, Value};
 
 /// One blocked operand (input or output).
 pub(super) struct Operand<'a> {
@@ -16,8 +17,11 @@ pub(super) struct Operand<'a> {
     pub block: Vec<usize>,
     /// The shape the body's ref has: `block` without its squeezed dims.
     pub view: Vec<usize>,
-    /// Grid indices -> block indices (element offset = block index * block size).
+    /// Grid indices -> block indices (element offset = block index * block size), or along
+    /// `element`'s dims element offsets.
     pub index_map: &'a Func,
+    /// Dims whose index-map result is an element offset (`BlockSpec::element`), sorted.
+    pub element: &'a [usize],
 }
 
 impl Operand<'_> {
@@ -25,6 +29,26 @@ impl Operand<'_> {
     /// only yield 0s, and StableHLO's clamping would make any other start 0 as well).
     pub fn whole(&self) -> bool {
         self.block == self.array
+    }
+
+    /// The element offset along dim `d` of the index map's result `index` there: `index`
+    /// itself for an element dim, else `index * block` (the block size broadcast to `lead`
+    /// first where given: `index` is then one result per grid step).
+    pub fn start(
+        &self,
+        f: &mut FuncBuilder,
+        d: usize,
+        index: &Value,
+        lead: Option<&[usize]>,
+    ) -> Result<Value, EmitError> {
+        if self.element.contains(&d) {
+            return Ok(index.clone());
+        }
+        let mut size = f.scalar(DType::I32, self.block[d] as f64)?;
+        if let Some(lead) = lead {
+            size = f.broadcast_in_dim(&size, lead, &[])?;
+        }
+        Ok(f.mul(index, &size)?)
     }
 }
 
