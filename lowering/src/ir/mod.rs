@@ -23,7 +23,8 @@ pub use op::{
 };
 pub use op_info::{CostClass, Domain, MosaicOps, OpInfo};
 pub use program::{
-    BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand, ScratchBuffer,
+    index_map_checked_at_trace, BlockOperand, DimensionSemantics, KernelProgram, PrefetchOperand,
+    ScratchBuffer,
 };
 pub use types::{MemorySpace, Type};
 pub use verify::{

@@ -1,7 +1,7 @@
 //! `KernelProgram`: a traced, checked kernel launch. This is what the emitters (StableHLO,
 //! Mosaic), the interpreter and the runtime consume.
 
-use super::{hash_func_into, Fnv1a, Func, Loc, MemorySpace, Type};
+use super::{hash_func_into, Fnv1a, Func, Loc, MemorySpace, Region, Type, ValueId};
 use crate::dtype::DType;
 use std::fmt;
 
@@ -63,6 +63,27 @@ pub struct BlockOperand {
     /// The pipeline's window buffers when given (`BlockSpec::buffered`: 1 or 2); `None` is
     /// the default double buffering, emitted with no `pipeline_mode`.
     pub buffers: Option<usize>,
+}
+
+/// Grids up to this many steps have every block index checked at trace time (~1 us per step
+/// and operand in the interpreter's evaluator); larger ones are left to the interpreter.
+const MAX_CHECKED_STEPS: usize = 1 << 14;
+
+/// Whether the tracer checks every block index map `map` selects over `grid` (the StableHLO
+/// forms' checked mode checks the others when the kernel runs): maps that read no
+/// scalar-prefetch data, over grids of up to [`MAX_CHECKED_STEPS`] steps.
+pub fn index_map_checked_at_trace(map: &Func, grid: &[usize]) -> bool {
+    let prefetch_params = &map.params()[grid.len().min(map.params().len())..];
+    let reads_prefetch = !prefetch_params.is_empty() && uses_any(&map.body, prefetch_params);
+    !reads_prefetch && grid.iter().product::<usize>() <= MAX_CHECKED_STEPS
+}
+
+/// Whether any op of `region` (nested regions included) reads one of `values`.
+fn uses_any(region: &Region, values: &[ValueId]) -> bool {
+    region.ops.iter().any(|op| {
+        op.kind.operands().iter().any(|v| values.contains(v))
+            || op.kind.regions().into_iter().any(|r| uses_any(r, values))
+    })
 }
 
 /// As derived, but `element` only where there are element dims: the StableHLO snapshots

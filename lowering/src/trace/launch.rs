@@ -788,17 +788,13 @@ fn prefetch_operands(
         .collect()
 }
 
-/// Grids up to this many steps have every block index checked at trace time (~1 us per step
-/// and operand in the interpreter's evaluator); larger ones are left to the interpreter.
-const MAX_CHECKED_STEPS: usize = 1 << 14;
-
 /// Index maps are IR functions of a static grid: evaluated over the whole grid now, a block
 /// index out of range is an error at the BlockSpec's line instead of a clamped block on the
 /// CPU forms and a silent out-of-bounds window on a TPU. Maps that read scalar-prefetch
 /// arrays depend on data: the interpreter checks those when it runs.
 fn check_block_indices(o: &BlockOperand, grid: &[usize]) -> Result<(), TraceError> {
     let map = &o.index_map;
-    if !block_indices_checked_at_trace(map, grid) {
+    if !crate::ir::index_map_checked_at_trace(map, grid) {
         return Ok(());
     }
     crate::interp::check_block_indices(o, grid).map_err(|e| match e {
@@ -840,21 +836,5 @@ fn check_block_indices(o: &BlockOperand, grid: &[usize]) -> Result<(), TraceErro
             message: format!("`{}`: evaluating the index map failed: {other}", o.name),
             loc: map.loc,
         },
-    })
-}
-
-/// Whether the tracer checks every block `map` selects over `grid` (the StableHLO forms'
-/// checked mode checks the others when the kernel runs).
-pub(crate) fn block_indices_checked_at_trace(map: &crate::ir::Func, grid: &[usize]) -> bool {
-    let prefetch_params = &map.params()[grid.len().min(map.params().len())..];
-    let reads_prefetch = !prefetch_params.is_empty() && uses_any(&map.body, prefetch_params);
-    !reads_prefetch && grid.iter().product::<usize>() <= MAX_CHECKED_STEPS
-}
-
-/// Whether any op of `region` (nested regions included) reads one of `values`.
-fn uses_any(region: &crate::ir::Region, values: &[crate::ir::ValueId]) -> bool {
-    region.ops.iter().any(|op| {
-        op.kind.operands().iter().any(|v| values.contains(v))
-            || op.kind.regions().into_iter().any(|r| uses_any(r, values))
     })
 }

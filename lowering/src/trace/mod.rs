@@ -70,7 +70,6 @@ pub use element::{Element, Float, Int, Numeric};
 pub use error::TraceError;
 pub use grid::{num_programs, program_id, range};
 pub use index::{IndexList, IndexValue, IntoIndex};
-pub(crate) use launch::block_indices_checked_at_trace;
 pub use launch::{DmaSemaphores, Launch, ScratchSpec, Smem, Vmem};
 pub use math::{abs, ceil, cos, erf, exp, floor, log, rsqrt, sigmoid, sin, sqrt, tanh};
 pub use operand::{Operand, ScalarOperand};

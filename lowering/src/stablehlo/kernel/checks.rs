@@ -259,7 +259,7 @@ pub(super) fn needs_checks(plan: &Plan) -> bool {
 /// Index maps that read scalar-prefetch data (or run over more grid steps than the tracer
 /// evaluates) yield blocks only known when the kernel runs.
 pub(super) fn block_needs_check(plan: &Plan, o: &Operand) -> bool {
-    !crate::trace::block_indices_checked_at_trace(o.index_map, &plan.grid)
+    !crate::ir::index_map_checked_at_trace(o.index_map, &plan.grid)
 }
 
 /// Whether an op of `region` (nested regions included) has a traced start.
