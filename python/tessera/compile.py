@@ -316,13 +316,21 @@ def backend(gm, example_inputs):
     """The torch.compile backend (registered as "tessera" and "tpu")."""
     from torch._decomp import core_aten_decompositions
     from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     decompositions = core_aten_decompositions()
     # torch's decomposition of the CPU flash-attention forward returns the attention weights
     # as its logsumexp, which the op's own backward then rejects; Tessera lowers the op and its
     # backward as they are, grouped-query attention (fewer key/value heads) included.
     decompositions.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    # The forward and the backward are two programs, so whatever the forward saves for the
+    # backward is written out in full. AOTAutograd's default partition saves views, e.g. every
+    # linear layer's transposed weight (a materialized transpose per weight per step); the
+    # min-cut partition (Inductor's) saves the weights themselves and recomputes cheap ops in
+    # the backward, where XLA fuses them. In bench_compile's training step the forward writes
+    # 1.71M -> 1.18M floats; as fast on an idle machine, 1.01-1.29x faster on a loaded one.
     return aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph,
+                        partition_fn=min_cut_rematerialization_partition,
                         decompositions=decompositions)(gm, example_inputs)
 
 
