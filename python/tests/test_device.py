@@ -97,6 +97,9 @@ def test_views_keep_strides_offsets_and_aliasing():
         lambda t: t[:1].expand(3, 6),
         lambda t: t.t()[1:4, ::2],
         lambda t: t.as_strided((3, 2), (2, 5), 1),
+        # detach and alias (a direct path in the device's dispatch) keep the view as it is.
+        lambda t: t.t()[1:4, ::2].detach(),
+        lambda t: torch.ops.aten.alias(t[1:3, 2:]),
         # as_strided on a non-contiguous view reads the storage, as torch does.
         lambda t: t.t()[1:3].as_strided((2, 2), (1, 6), 2),
     ]
@@ -117,8 +120,11 @@ def test_views_keep_strides_offsets_and_aliasing():
         v[3:7] = 7.0
     close(dc, xc)
     other = dc.transpose(0, 1)
+    detached = dc[:, 1:].detach()
     dc[0, 0] = 42.0
+    dc[1, 2] = -3.0
     assert other[0, 0].item() == 42.0
+    assert detached[1, 1].item() == -3.0 and not detached.requires_grad
 
 
 def test_in_place_on_strided_view_then_compute():

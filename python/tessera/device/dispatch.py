@@ -635,8 +635,19 @@ _REWRITES = {
     aten.addcmul_.default: _addc,
 }
 
+def _alias(func, args, kwargs):
+    """`detach` and `alias`: the same view of the same storage, made directly (the generic
+    view path runs torch's meta kernel to find that out). Autograd detaches every gradient it
+    accumulates, so a training step makes one per parameter."""
+    _counts["ops"] += 1
+    t = args[0]
+    return TpuTensor(t._storage_, t.shape, t.stride(), t.storage_offset(), full=t._full)
+
+
 # Ops with device semantics of their own (moves, copies across devices, factories).
 _SPECIAL = {
+    aten.detach.default: _alias,
+    aten.alias.default: _alias,
     aten._to_copy.default: _to_copy,
     aten.copy_.default: _copy_,
     aten._local_scalar_dense.default: _local_scalar_dense,
