@@ -2,7 +2,8 @@
 
 1. A training step (forward + backward, gradients of every weight) of a small pre-LN
    transformer: Tessera compiled vs the same math in `jax.jit(jax.value_and_grad(..))` (the
-   same XLA compiler) vs torch eager on the CPU.
+   same XLA compiler) vs torch eager on the CPU; then the step's programs alone, Tessera's
+   forward and backward vs JAX's one program, run by jaxlib's client without either's Python.
 2. Forward of zoo models: compiled (one program) vs the model on the `tpu` device in Strict and
    DeferAndFuse vs op by op through `tessera.ops.call` (python/tools/model_routing.py) vs torch
    eager.
@@ -14,6 +15,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 
@@ -145,7 +147,14 @@ def training(args):
     # part of the compiled backward graph instead of eager ops on the device).
     compiled_loss = torch.compile(lambda x: on_device(x).square().mean(), backend="tessera")
     device_loss_run = device_step(lambda: compiled_loss(xd))
-    dev_loss = device_loss_run()
+    # The first call traces the forward and backward programs; the eager runtime writes their
+    # StableHLO to TESSERA_EAGER_DUMP as it compiles them (read by `programs_alone` below).
+    dump = tempfile.mkdtemp(prefix="bench_compile_")
+    os.environ["TESSERA_EAGER_DUMP"] = dump
+    try:
+        dev_loss = device_loss_run()
+    finally:
+        del os.environ["TESSERA_EAGER_DUMP"]
     assert abs(dev_loss - ref_loss) <= 1e-4 * abs(ref_loss), (dev_loss, ref_loss)
 
     runs = {"cpu": step(compiled), "tpu": device_run, "tpu+loss": device_loss_run, "jax": jax_run,
@@ -167,6 +176,63 @@ def training(args):
     print(f"  jax.jit / tessera: CPU tensors {med['jax'] / med['cpu']:.2f}x, tpu device {med['jax'] / med['tpu']:.2f}x,"
           f" tpu device with the loss compiled {med['jax'] / med['tpu+loss']:.2f}x (>= 1.0: Tessera as fast);"
           f" torch eager / tessera (tpu device) = {med['torch'] / med['tpu']:.2f}x")
+    programs_alone([os.path.join(dump, f) for f in sorted(os.listdir(dump))],
+                   fn.lower(params, xj).as_text(), args.iters)
+
+
+# MLIR element types of the programs' arguments, as numpy dtypes.
+_NP_TYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
+             "i32": np.int32, "i8": np.int8, "i1": np.bool_}
+
+
+def programs_alone(tessera_files, jax_text, iters):
+    """The step's programs without either framework's Python: Tessera's forward and backward
+    programs (as dumped) and JAX's one program, each compiled and run by jaxlib's CPU client
+    on random inputs, interleaved. Shows how much of the gap above is the programs themselves
+    and how much is the host work around them (which on a 2-core machine competes with XLA's
+    threads rather than overlapping them)."""
+    import re
+
+    import jax
+    from jax._src.lib import xla_client as xc
+    from jax.extend import backend
+
+    client = backend.get_backend()
+    device = client.local_devices()[0]
+    devices = xc.DeviceList((device,))
+    rng = np.random.default_rng(0)
+
+    def load(text):
+        sig = re.search(r"@main\((.*?)\)\s*(->|\{)", text, re.S).group(1)
+        args = []
+        for ty in re.findall(r"tensor<([^>]*)>", sig):
+            *dims, elem = ty.split("x")
+            shape = [int(d) for d in dims]
+            args.append(jax.device_put(np.asarray(rng.standard_normal(shape), _NP_TYPES[elem]),
+                                       device))
+        return client.compile_and_load(text, devices, xc.CompileOptions()), args
+
+    def runner(programs):
+        def run():
+            outs = [exe.execute(args) for exe, args in programs]
+            for out in outs:
+                for o in out:
+                    o.block_until_ready()
+        return run
+
+    runs = {"tessera": runner([load(open(f).read()) for f in tessera_files]),
+            "jax": runner([load(jax_text)])}
+    rounds = {k: [] for k in runs}
+    for i in range(2 + iters):
+        for name, run in runs.items():
+            t = time.perf_counter()
+            run()
+            if i >= 2:
+                rounds[name].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) for k, v in rounds.items()}
+    print(f"  the programs alone (jaxlib's CPU client, random inputs): tessera's {len(tessera_files)}"
+          f" {med['tessera'] * 1e3:8.2f} ms | jax's {med['jax'] * 1e3:8.2f} ms"
+          f" | jax / tessera {med['jax'] / med['tessera']:.2f}x")
 
 
 def zoo_forward(args):
