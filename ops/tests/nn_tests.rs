@@ -85,9 +85,13 @@ fn convolution_backward_gives_all_three_gradients() {
 fn convolution_rejects_mismatched_channels() {
     let x = f32s(&[1, 2, 3, 3], &[0.0; 18]);
     let w = f32s(&[1, 1, 2, 2], &[1.0; 4]);
-    let e = run("convolution", conv_args(x, w, ArgValue::None, false), vec![])
-        .unwrap_err()
-        .to_string();
+    let e = run(
+        "convolution",
+        conv_args(x, w, ArgValue::None, false),
+        vec![],
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("expected input[1, 2, 3, 3] to have 1 channels, but got 2 channels instead"),
         "{e}"
@@ -98,7 +102,24 @@ fn convolution_rejects_mismatched_channels() {
 fn max_pool_returns_plane_offsets_and_propagates_nan() {
     let x = f32s(
         &[1, 1, 4, 4],
-        &[1., 5., 2., 0., 3., 4., f64::NAN, 1., 0., 0., 7., 7., 9., 0., 7., 1.],
+        &[
+            1.,
+            5.,
+            2.,
+            0.,
+            3.,
+            4.,
+            f64::NAN,
+            1.,
+            0.,
+            0.,
+            7.,
+            7.,
+            9.,
+            0.,
+            7.,
+            1.,
+        ],
     );
     let out = run("max_pool2d_with_indices", vec![x, ints(&[2, 2])], vec![]).unwrap();
     let v = vals(&out[0]);
@@ -165,7 +186,13 @@ fn layer_norm_statistics_have_torch_shapes() {
     let x = f32s(&[2, 2], &[1., 3., 2., 2.]);
     let out = run(
         "native_layer_norm",
-        vec![x, ints(&[2]), ArgValue::None, ArgValue::None, ArgValue::Float(0.0)],
+        vec![
+            x,
+            ints(&[2]),
+            ArgValue::None,
+            ArgValue::None,
+            ArgValue::Float(0.0),
+        ],
         vec![],
     )
     .unwrap();
@@ -308,4 +335,110 @@ fn grid_sampler_identity_grid() {
         let out = run("grid_sampler_2d", args, vec![]).unwrap();
         close(&vals(&out[0]), &[1., 4.]);
     }
+}
+
+/// `x [N, C, H, W]` (*) `w [O, C, KH, KW]` in f64, zero padding `p`, stride `s`.
+fn conv2d_f64(
+    x: &[f64],
+    xs: [usize; 4],
+    w: &[f64],
+    ws: [usize; 4],
+    p: usize,
+    s: usize,
+) -> Vec<f64> {
+    let [n, c, h, wd] = xs;
+    let [o, _, kh, kw] = ws;
+    let (oh, ow) = ((h + 2 * p - kh) / s + 1, (wd + 2 * p - kw) / s + 1);
+    let mut y = vec![0.0; n * o * oh * ow];
+    for (b, oc, i, j) in (0..n).flat_map(|b| {
+        (0..o).flat_map(move |oc| (0..oh).flat_map(move |i| (0..ow).map(move |j| (b, oc, i, j))))
+    }) {
+        let mut acc = 0.0;
+        for ci in 0..c {
+            for (di, dj) in (0..kh).flat_map(|di| (0..kw).map(move |dj| (di, dj))) {
+                let (r, q) = (
+                    (i * s + di) as i64 - p as i64,
+                    (j * s + dj) as i64 - p as i64,
+                );
+                if r >= 0 && q >= 0 && (r as usize) < h && (q as usize) < wd {
+                    acc += x[((b * c + ci) * h + r as usize) * wd + q as usize]
+                        * w[((oc * c + ci) * kh + di) * kw + dj];
+                }
+            }
+        }
+        y[((b * o + oc) * oh + i) * ow + j] = acc;
+    }
+    y
+}
+
+// XLA swaps a convolution's operands when the kernel is larger than the input, and XLA CPU
+// runs that form ~40x slower than torch; Tessera lowers it as one GEMM over the kernel taps
+// (conv_taps.rs). Forward and input gradient (via the transposed convolution), f64 reference.
+#[test]
+fn a_kernel_larger_than_its_input_is_a_gemm_over_taps() {
+    for (h, wd, p, s) in [(2, 2, 1, 1), (2, 3, 1, 2), (1, 1, 1, 1), (2, 4, 2, 1)] {
+        let (xs, ws) = ([2, 3, h, wd], [4, 3, 3, 3]);
+        let xv = draws(xs.iter().product(), 7, -1.0, 1.0);
+        let wv = draws(ws.iter().product(), 8, -1.0, 1.0);
+        let args = vec![
+            t(DType::F64, &xs, &xv),
+            t(DType::F64, &ws, &wv),
+            ArgValue::None,
+            ints(&[s as i64, s as i64]),
+            ints(&[p as i64, p as i64]),
+            ints(&[1, 1]),
+            ArgValue::Bool(false),
+            ints(&[0, 0]),
+            ArgValue::Int(1),
+        ];
+        let r = call(
+            "convolution",
+            args,
+            Default::default(),
+            &Device::cpu().unwrap(),
+            CallOptions::default(),
+        )
+        .unwrap();
+        let module = r.module.as_deref().unwrap();
+        assert!(
+            !module.contains("stablehlo.convolution") && module.contains("stablehlo.dot_general"),
+            "{module}"
+        );
+        assert_close(
+            &values(&r.outputs[0]),
+            &conv2d_f64(&xv, xs, &wv, ws, p, s),
+            1e-12,
+        );
+    }
+    // The input gradient of a stride-1, padding-1 convolution over a 2x2 input is the same
+    // convolution of the output gradient by the flipped, transposed kernel.
+    let (xs, ws) = ([2, 3, 2, 2], [4, 3, 3, 3]);
+    let xv = draws(24, 9, -1.0, 1.0);
+    let wv = draws(108, 10, -1.0, 1.0);
+    let gv = draws(32, 11, -1.0, 1.0);
+    let args = vec![
+        t(DType::F64, &[2, 4, 2, 2], &gv),
+        t(DType::F64, &xs, &xv),
+        t(DType::F64, &ws, &wv),
+        ArgValue::None,
+        ints(&[1, 1]),
+        ints(&[1, 1]),
+        ints(&[1, 1]),
+        ArgValue::Bool(false),
+        ints(&[0, 0]),
+        ArgValue::Int(1),
+        ArgValue::BoolList(vec![true, false, false]),
+    ];
+    let out = run("convolution_backward", args, vec![]).unwrap();
+    let mut wf = vec![0.0; 108]; // [C=3, O=4, 3, 3], flipped
+    for (oc, ci, di, dj) in (0..4).flat_map(|oc| {
+        (0..3).flat_map(move |ci| (0..3).flat_map(move |di| (0..3).map(move |dj| (oc, ci, di, dj))))
+    }) {
+        wf[((ci * 4 + oc) * 3 + (2 - di)) * 3 + (2 - dj)] = wv[((oc * 3 + ci) * 3 + di) * 3 + dj];
+    }
+    assert_close(
+        &values(&out[0]),
+        &conv2d_f64(&gv, [2, 4, 2, 2], &wf, [3, 4, 3, 3], 1, 1),
+        1e-12,
+    );
 }

@@ -20,6 +20,15 @@ def _convolution():
         out.append(((_r(1, 2, 9, dtype=dt), _r(2, 3, 4, dtype=dt), _r(3, dtype=dt), [3], [2], [2], True, [1], 1), {}))
     i = torch.randint(-4, 5, (1, 2, 5, 5))
     out.append(((i, torch.randint(-3, 4, (3, 2, 2, 2)), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), {}))
+    # Kernels larger than the input (ResNet's last stage on small images), which Tessera
+    # lowers as a GEMM over the kernel taps (ops/src/aten/nn/conv_taps.rs): padded, strided,
+    # dilated, 1x1 inputs, and 1-d.
+    for dt in [torch.float32, torch.float64]:
+        out.append(((_r(2, 6, 2, 2, dtype=dt), _r(5, 6, 3, 3, dtype=dt), _r(5, dtype=dt), [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {}))
+        out.append(((_r(2, 6, 2, 3, dtype=dt), _r(5, 6, 3, 3, dtype=dt), None, [2, 1], [2, 1], [1, 1], False, [0, 0], 1), {}))
+        out.append(((_r(1, 4, 1, 1, dtype=dt), _r(3, 4, 3, 3, dtype=dt), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {}))
+        out.append(((_r(1, 3, 3, 3, dtype=dt), _r(4, 3, 3, 3, dtype=dt), None, [1, 1], [2, 2], [2, 2], False, [0, 0], 1), {}))
+        out.append(((_r(2, 3, 3, dtype=dt), _r(4, 3, 5, dtype=dt), None, [1], [2], [1], False, [0], 1), {}))
     return out
 
 
@@ -41,6 +50,13 @@ def _convolution_backward():
         w = _r(5, 3, 4, dtype=dt)
         g = _r(1, 5, 3, dtype=dt)
         out.append(((g, x, w, None, [3], [1], [1], False, [0], 1, [True, True, True]), {}))
+        # Kernels larger than the input and than the output gradient (conv_taps.rs).
+        x = _r(2, 6, 2, 2, dtype=dt)
+        w = _r(5, 6, 3, 3, dtype=dt)
+        for stride, pad in [([1, 1], [1, 1]), ([2, 2], [1, 1])]:
+            y = A.convolution(x, w, None, stride, pad, [1, 1], False, [0, 0], 1)
+            g = _r(*y.shape, dtype=dt)
+            out.append(((g, x, w, [5], stride, pad, [1, 1], False, [0, 0], 1, [True, True, True]), {}))
     return out
 
 

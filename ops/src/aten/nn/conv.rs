@@ -2,6 +2,7 @@
 //! `convolution_backward` (as convolutions, the way JAX transposes them).
 
 use super::common::*;
+use super::conv_taps::{conv_by_taps, xla_swaps_operands, Window};
 use super::fold::fold_add;
 use crate::args::Args;
 use crate::error::LowerResult;
@@ -47,9 +48,19 @@ fn dilated(n: usize, d: usize) -> i64 {
 /// `x [N, C, *in]` (*) `w [O, C/g, *k]` -> `[N, O, *out]`.
 pub(crate) fn conv_fwd(cx: &mut Lower, x: &Value, w: &Value, g: &Geom) -> LowerResult<Value> {
     let s = x.rank() - 2;
+    let padding: Vec<(i64, i64)> = g.pad.iter().map(|&p| (p, p)).collect();
+    if xla_swaps_operands(&x.shape()[2..], &w.shape()[2..], g.groups) {
+        let win = Window {
+            padding: &padding,
+            lhs_dil: &vec![1; s],
+            rhs_dil: &g.dil,
+            stride: &g.stride,
+        };
+        return conv_by_taps(cx, x, w, &win);
+    }
     let o = opts(
         g.stride.clone(),
-        g.pad.iter().map(|&p| (p, p)).collect(),
+        padding,
         vec![1; s],
         g.dil.clone(),
         g.groups,
@@ -82,6 +93,19 @@ pub(crate) fn conv_input_grad(cx: &mut Lower, gy: &Value, w: &Value, in_sp: &[us
         let before = kd - g.pad[i];
         let after = in_sp[i] as i64 + kd - dilated(gy.shape()[2 + i], g.stride[i]) - before;
         padding.push((before, after));
+    }
+    if xla_swaps_operands(&gy.shape()[2..], &k, grp) {
+        // The same convolution with the kernel as [C, O, *k] (output features first).
+        let mut perm = vec![1, 0];
+        perm.extend(2..2 + s);
+        let wt = cx.transpose(&w4, &perm)?;
+        let win = Window {
+            padding: &padding,
+            lhs_dil: &g.stride,
+            rhs_dil: &g.dil,
+            stride: &vec![1; s],
+        };
+        return conv_by_taps(cx, gy, &wt, &win);
     }
     let dims = ConvDims {
         input_batch: 0,

@@ -19,6 +19,7 @@ mod batch_norm;
 mod common;
 mod composite;
 mod conv;
+mod conv_taps;
 mod embedding;
 mod fold;
 mod grid;
