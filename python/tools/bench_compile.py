@@ -13,6 +13,7 @@
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,6 +38,21 @@ def median_s(fn, iters, warmup=2):
         fn()
         ts.append(time.perf_counter() - t)
     return statistics.median(ts)
+
+
+def interleaved_medians(runs, iters, warmup=2):
+    """{name: median seconds} of `runs` ({name: fn}), run in turn `iters` times after `warmup`
+    rounds: interleaved, so the machine's load falls on all alike."""
+    for _ in range(warmup):
+        for run in runs.values():
+            run()
+    rounds = {k: [] for k in runs}
+    for _ in range(iters):
+        for name, run in runs.items():
+            t = time.perf_counter()
+            run()
+            rounds[name].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in rounds.items()}
 
 
 class Block(torch.nn.Module):
@@ -159,16 +175,7 @@ def training(args):
 
     runs = {"cpu": step(compiled), "tpu": device_run, "tpu+loss": device_loss_run, "jax": jax_run,
             "torch": step(model)}
-    rounds = {k: [] for k in runs}
-    for _ in range(2):  # warm-up
-        for run in runs.values():
-            run()
-    for _ in range(args.iters):  # interleaved: the machine's load falls on all alike
-        for name, run in runs.items():
-            t = time.perf_counter()
-            run()
-            rounds[name].append(time.perf_counter() - t)
-    med = {k: statistics.median(v) for k, v in rounds.items()}
+    med = interleaved_medians(runs, args.iters)
     print(f"training step, 2 blocks d={args.d} seq={args.seq} batch 4 (medians of {args.iters}, interleaved):")
     print(f"  tessera compiled, CPU tensors {med['cpu'] * 1e3:8.2f} ms | on the tpu device {med['tpu'] * 1e3:8.2f} ms"
           f" | the same with the loss compiled {med['tpu+loss'] * 1e3:8.2f} ms"
@@ -176,8 +183,12 @@ def training(args):
     print(f"  jax.jit / tessera: CPU tensors {med['jax'] / med['cpu']:.2f}x, tpu device {med['jax'] / med['tpu']:.2f}x,"
           f" tpu device with the loss compiled {med['jax'] / med['tpu+loss']:.2f}x (>= 1.0: Tessera as fast);"
           f" torch eager / tessera (tpu device) = {med['torch'] / med['tpu']:.2f}x")
-    programs_alone([os.path.join(dump, f) for f in sorted(os.listdir(dump))],
-                   fn.lower(params, xj).as_text(), args.iters)
+    programs = []
+    for f in sorted(os.listdir(dump)):
+        with open(os.path.join(dump, f)) as text:
+            programs.append(text.read())
+    shutil.rmtree(dump)
+    programs_alone(programs, fn.lower(params, xj).as_text(), args.iters)
 
 
 # MLIR element types of the programs' arguments, as numpy dtypes.
@@ -185,7 +196,7 @@ _NP_TYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.
              "i32": np.int32, "i8": np.int8, "i1": np.bool_}
 
 
-def programs_alone(tessera_files, jax_text, iters):
+def programs_alone(tessera_texts, jax_text, iters):
     """The step's programs without either framework's Python: Tessera's forward and backward
     programs (as dumped) and JAX's one program, each compiled and run by jaxlib's CPU client
     on random inputs, interleaved. Shows how much of the gap above is the programs themselves
@@ -220,17 +231,10 @@ def programs_alone(tessera_files, jax_text, iters):
                     o.block_until_ready()
         return run
 
-    runs = {"tessera": runner([load(open(f).read()) for f in tessera_files]),
+    runs = {"tessera": runner([load(text) for text in tessera_texts]),
             "jax": runner([load(jax_text)])}
-    rounds = {k: [] for k in runs}
-    for i in range(2 + iters):
-        for name, run in runs.items():
-            t = time.perf_counter()
-            run()
-            if i >= 2:
-                rounds[name].append(time.perf_counter() - t)
-    med = {k: statistics.median(v) for k, v in rounds.items()}
-    print(f"  the programs alone (jaxlib's CPU client, random inputs): tessera's {len(tessera_files)}"
+    med = interleaved_medians(runs, iters)
+    print(f"  the programs alone (jaxlib's CPU client, random inputs): tessera's {len(tessera_texts)}"
           f" {med['tessera'] * 1e3:8.2f} ms | jax's {med['jax'] * 1e3:8.2f} ms"
           f" | jax / tessera {med['jax'] / med['tessera']:.2f}x")
 
