@@ -27,16 +27,38 @@ fn iota(n: usize) -> Vec<f64> {
 }
 
 fn conv_args(x: A, w: A, bias: A, transposed: bool) -> Vec<A> {
+    conv_args_at(x, w, bias, transposed, 1, 0)
+}
+
+/// `convolution`'s arguments with `stride` and `padding` along both spatial dims.
+fn conv_args_at(x: A, w: A, bias: A, transposed: bool, stride: i64, padding: i64) -> Vec<A> {
     vec![
         x,
         w,
         bias,
-        ints(&[1, 1]),
-        ints(&[0, 0]),
+        ints(&[stride, stride]),
+        ints(&[padding, padding]),
         ints(&[1, 1]),
         ArgValue::Bool(transposed),
         ints(&[0, 0]),
         ArgValue::Int(1),
+    ]
+}
+
+/// `convolution_backward`'s arguments (stride 1, `padding`, 2-d), gradients as `mask` says.
+fn conv_backward_args(g: A, x: A, w: A, bias_sizes: A, padding: i64, mask: [bool; 3]) -> Vec<A> {
+    vec![
+        g,
+        x,
+        w,
+        bias_sizes,
+        ints(&[1, 1]),
+        ints(&[padding, padding]),
+        ints(&[1, 1]),
+        ArgValue::Bool(false),
+        ints(&[0, 0]),
+        ArgValue::Int(1),
+        ArgValue::BoolList(mask.to_vec()),
     ]
 }
 
@@ -62,19 +84,7 @@ fn convolution_backward_gives_all_three_gradients() {
     let x = f32s(&[1, 1, 3, 3], &iota(9));
     let w = f32s(&[1, 1, 2, 2], &[1.0; 4]);
     let g = f32s(&[1, 1, 2, 2], &[1.0; 4]);
-    let args = vec![
-        g,
-        x,
-        w,
-        ints(&[1]),
-        ints(&[1, 1]),
-        ints(&[0, 0]),
-        ints(&[1, 1]),
-        ArgValue::Bool(false),
-        ints(&[0, 0]),
-        ArgValue::Int(1),
-        ArgValue::BoolList(vec![true, true, true]),
-    ];
+    let args = conv_backward_args(g, x, w, ints(&[1]), 0, [true; 3]);
     let out = run("convolution_backward", args, vec![]).unwrap();
     close(&vals(&out[0]), &[1., 2., 1., 2., 4., 2., 1., 2., 1.]);
     close(&vals(&out[1]), &[12., 16., 24., 28.]);
@@ -85,13 +95,9 @@ fn convolution_backward_gives_all_three_gradients() {
 fn convolution_rejects_mismatched_channels() {
     let x = f32s(&[1, 2, 3, 3], &[0.0; 18]);
     let w = f32s(&[1, 1, 2, 2], &[1.0; 4]);
-    let e = run(
-        "convolution",
-        conv_args(x, w, ArgValue::None, false),
-        vec![],
-    )
-    .unwrap_err()
-    .to_string();
+    let e = run("convolution", conv_args(x, w, ArgValue::None, false), vec![])
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("expected input[1, 2, 3, 3] to have 1 channels, but got 2 channels instead"),
         "{e}"
@@ -102,24 +108,7 @@ fn convolution_rejects_mismatched_channels() {
 fn max_pool_returns_plane_offsets_and_propagates_nan() {
     let x = f32s(
         &[1, 1, 4, 4],
-        &[
-            1.,
-            5.,
-            2.,
-            0.,
-            3.,
-            4.,
-            f64::NAN,
-            1.,
-            0.,
-            0.,
-            7.,
-            7.,
-            9.,
-            0.,
-            7.,
-            1.,
-        ],
+        &[1., 5., 2., 0., 3., 4., f64::NAN, 1., 0., 0., 7., 7., 9., 0., 7., 1.],
     );
     let out = run("max_pool2d_with_indices", vec![x, ints(&[2, 2])], vec![]).unwrap();
     let v = vals(&out[0]);
@@ -186,13 +175,7 @@ fn layer_norm_statistics_have_torch_shapes() {
     let x = f32s(&[2, 2], &[1., 3., 2., 2.]);
     let out = run(
         "native_layer_norm",
-        vec![
-            x,
-            ints(&[2]),
-            ArgValue::None,
-            ArgValue::None,
-            ArgValue::Float(0.0),
-        ],
+        vec![x, ints(&[2]), ArgValue::None, ArgValue::None, ArgValue::Float(0.0)],
         vec![],
     )
     .unwrap();
@@ -338,35 +321,34 @@ fn grid_sampler_identity_grid() {
 }
 
 /// `x [N, C, H, W]` (*) `w [O, C, KH, KW]` in f64, zero padding `p`, stride `s`.
-fn conv2d_f64(
-    x: &[f64],
-    xs: [usize; 4],
-    w: &[f64],
-    ws: [usize; 4],
-    p: usize,
-    s: usize,
-) -> Vec<f64> {
+fn conv2d_f64(x: &[f64], xs: [usize; 4], w: &[f64], ws: [usize; 4], p: usize, s: usize)
+    -> Vec<f64> {
     let [n, c, h, wd] = xs;
     let [o, _, kh, kw] = ws;
     let (oh, ow) = ((h + 2 * p - kh) / s + 1, (wd + 2 * p - kw) / s + 1);
     let mut y = vec![0.0; n * o * oh * ow];
-    for (b, oc, i, j) in (0..n).flat_map(|b| {
-        (0..o).flat_map(move |oc| (0..oh).flat_map(move |i| (0..ow).map(move |j| (b, oc, i, j))))
-    }) {
-        let mut acc = 0.0;
-        for ci in 0..c {
-            for (di, dj) in (0..kh).flat_map(|di| (0..kw).map(move |dj| (di, dj))) {
-                let (r, q) = (
-                    (i * s + di) as i64 - p as i64,
-                    (j * s + dj) as i64 - p as i64,
-                );
-                if r >= 0 && q >= 0 && (r as usize) < h && (q as usize) < wd {
-                    acc += x[((b * c + ci) * h + r as usize) * wd + q as usize]
-                        * w[((oc * c + ci) * kh + di) * kw + dj];
+    for b in 0..n {
+        for oc in 0..o {
+            for i in 0..oh {
+                for j in 0..ow {
+                    let mut acc = 0.0;
+                    for ci in 0..c {
+                        for di in 0..kh {
+                            for dj in 0..kw {
+                                // The input element under this tap, None in the padding.
+                                let r = (i * s + di).checked_sub(p).filter(|&r| r < h);
+                                let q = (j * s + dj).checked_sub(p).filter(|&q| q < wd);
+                                if let (Some(r), Some(q)) = (r, q) {
+                                    acc += x[((b * c + ci) * h + r) * wd + q]
+                                        * w[((oc * c + ci) * kh + di) * kw + dj];
+                                }
+                            }
+                        }
+                    }
+                    y[((b * o + oc) * oh + i) * ow + j] = acc;
                 }
             }
         }
-        y[((b * o + oc) * oh + i) * ow + j] = acc;
     }
     y
 }
@@ -380,35 +362,17 @@ fn a_kernel_larger_than_its_input_is_a_gemm_over_taps() {
         let (xs, ws) = ([2, 3, h, wd], [4, 3, 3, 3]);
         let xv = draws(xs.iter().product(), 7, -1.0, 1.0);
         let wv = draws(ws.iter().product(), 8, -1.0, 1.0);
-        let args = vec![
-            t(DType::F64, &xs, &xv),
-            t(DType::F64, &ws, &wv),
-            ArgValue::None,
-            ints(&[s as i64, s as i64]),
-            ints(&[p as i64, p as i64]),
-            ints(&[1, 1]),
-            ArgValue::Bool(false),
-            ints(&[0, 0]),
-            ArgValue::Int(1),
-        ];
-        let r = call(
-            "convolution",
-            args,
-            Default::default(),
-            &Device::cpu().unwrap(),
-            CallOptions::default(),
-        )
-        .unwrap();
+        let (x, w) = (t(DType::F64, &xs, &xv), t(DType::F64, &ws, &wv));
+        let args = conv_args_at(x, w, ArgValue::None, false, s as i64, p as i64);
+        let cpu = Device::cpu().unwrap();
+        let r = call("convolution", args, Default::default(), &cpu, CallOptions::default());
+        let r = r.unwrap();
         let module = r.module.as_deref().unwrap();
         assert!(
             !module.contains("stablehlo.convolution") && module.contains("stablehlo.dot_general"),
             "{module}"
         );
-        assert_close(
-            &values(&r.outputs[0]),
-            &conv2d_f64(&xv, xs, &wv, ws, p, s),
-            1e-12,
-        );
+        assert_close(&values(&r.outputs[0]), &conv2d_f64(&xv, xs, &wv, ws, p, s), 1e-12);
     }
     // The input gradient of a stride-1, padding-1 convolution over a 2x2 input is the same
     // convolution of the output gradient by the flipped, transposed kernel.
@@ -416,29 +380,46 @@ fn a_kernel_larger_than_its_input_is_a_gemm_over_taps() {
     let xv = draws(24, 9, -1.0, 1.0);
     let wv = draws(108, 10, -1.0, 1.0);
     let gv = draws(32, 11, -1.0, 1.0);
-    let args = vec![
-        t(DType::F64, &[2, 4, 2, 2], &gv),
-        t(DType::F64, &xs, &xv),
-        t(DType::F64, &ws, &wv),
-        ArgValue::None,
-        ints(&[1, 1]),
-        ints(&[1, 1]),
-        ints(&[1, 1]),
-        ArgValue::Bool(false),
-        ints(&[0, 0]),
-        ArgValue::Int(1),
-        ArgValue::BoolList(vec![true, false, false]),
-    ];
+    let g = t(DType::F64, &[2, 4, 2, 2], &gv);
+    let (x, w) = (t(DType::F64, &xs, &xv), t(DType::F64, &ws, &wv));
+    let args = conv_backward_args(g, x, w, ArgValue::None, 1, [true, false, false]);
     let out = run("convolution_backward", args, vec![]).unwrap();
-    let mut wf = vec![0.0; 108]; // [C=3, O=4, 3, 3], flipped
-    for (oc, ci, di, dj) in (0..4).flat_map(|oc| {
-        (0..3).flat_map(move |ci| (0..3).flat_map(move |di| (0..3).map(move |dj| (oc, ci, di, dj))))
-    }) {
-        wf[((ci * 4 + oc) * 3 + (2 - di)) * 3 + (2 - dj)] = wv[((oc * 3 + ci) * 3 + di) * 3 + dj];
+    let mut flipped = vec![0.0; 108]; // [C=3, O=4, 3, 3]
+    for oc in 0..4 {
+        for ci in 0..3 {
+            for k in 0..9 {
+                flipped[(ci * 4 + oc) * 9 + 8 - k] = wv[(oc * 3 + ci) * 9 + k];
+            }
+        }
     }
-    assert_close(
-        &values(&out[0]),
-        &conv2d_f64(&gv, [2, 4, 2, 2], &wf, [3, 4, 3, 3], 1, 1),
-        1e-12,
-    );
+    let want = conv2d_f64(&gv, [2, 4, 2, 2], &flipped, [3, 4, 3, 3], 1, 1);
+    assert_close(&values(&out[0]), &want, 1e-12);
+    // The weight gradient with padding 2: its convolution's kernel is the 4x4 output gradient
+    // over the 2x2 input. gw[o, c, di, dj] = sum over b, i, j of gy[b, o, i, j] times the
+    // padded input at (i + di, j + dj).
+    let gv = draws(128, 12, -1.0, 1.0);
+    let g = t(DType::F64, &[2, 4, 4, 4], &gv);
+    let (x, w) = (t(DType::F64, &xs, &xv), t(DType::F64, &ws, &wv));
+    let args = conv_backward_args(g, x, w, ArgValue::None, 2, [false, true, false]);
+    let out = run("convolution_backward", args, vec![]).unwrap();
+    let mut want = vec![0.0; 108];
+    for oc in 0..4 {
+        for ci in 0..3 {
+            for k in 0..9usize {
+                let (di, dj) = (k / 3, k % 3);
+                for b in 0..2 {
+                    for p in 0..16usize {
+                        let (i, j) = (p / 4, p % 4);
+                        let r = (i + di).checked_sub(2).filter(|&r| r < 2);
+                        let q = (j + dj).checked_sub(2).filter(|&q| q < 2);
+                        if let (Some(r), Some(q)) = (r, q) {
+                            want[(oc * 3 + ci) * 9 + k] += gv[(b * 4 + oc) * 16 + p]
+                                * xv[((b * 3 + ci) * 2 + r) * 2 + q];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_close(&values(&out[1]), &want, 1e-12);
 }

@@ -2,7 +2,7 @@
 //! `convolution_backward` (as convolutions, the way JAX transposes them).
 
 use super::common::*;
-use super::conv_taps::{conv_by_taps, xla_swaps_operands, Window};
+use super::conv_taps;
 use super::fold::fold_add;
 use crate::args::Args;
 use crate::error::LowerResult;
@@ -48,25 +48,15 @@ fn dilated(n: usize, d: usize) -> i64 {
 /// `x [N, C, *in]` (*) `w [O, C/g, *k]` -> `[N, O, *out]`.
 pub(crate) fn conv_fwd(cx: &mut Lower, x: &Value, w: &Value, g: &Geom) -> LowerResult<Value> {
     let s = x.rank() - 2;
-    let padding: Vec<(i64, i64)> = g.pad.iter().map(|&p| (p, p)).collect();
-    if xla_swaps_operands(&x.shape()[2..], &w.shape()[2..], g.groups) {
-        let win = Window {
-            padding: &padding,
-            lhs_dil: &vec![1; s],
-            rhs_dil: &g.dil,
-            stride: &g.stride,
-        };
-        return conv_by_taps(cx, x, w, &win);
-    }
     let o = opts(
         g.stride.clone(),
-        padding,
+        g.pad.iter().map(|&p| (p, p)).collect(),
         vec![1; s],
         g.dil.clone(),
         g.groups,
         1,
     );
-    Ok(cx.convolution(x, w, &ConvDims::nchw(s), &o)?)
+    conv_taps::convolution(cx, x, w, &ConvDims::nchw(s), &o)
 }
 
 /// The gradient of [`conv_fwd`] with respect to its input of spatial size `in_sp`, given the
@@ -94,19 +84,6 @@ pub(crate) fn conv_input_grad(cx: &mut Lower, gy: &Value, w: &Value, in_sp: &[us
         let after = in_sp[i] as i64 + kd - dilated(gy.shape()[2 + i], g.stride[i]) - before;
         padding.push((before, after));
     }
-    if xla_swaps_operands(&gy.shape()[2..], &k, grp) {
-        // The same convolution with the kernel as [C, O, *k] (output features first).
-        let mut perm = vec![1, 0];
-        perm.extend(2..2 + s);
-        let wt = cx.transpose(&w4, &perm)?;
-        let win = Window {
-            padding: &padding,
-            lhs_dil: &g.stride,
-            rhs_dil: &g.dil,
-            stride: &vec![1; s],
-        };
-        return conv_by_taps(cx, gy, &wt, &win);
-    }
     let dims = ConvDims {
         input_batch: 0,
         input_feature: 1,
@@ -119,7 +96,7 @@ pub(crate) fn conv_input_grad(cx: &mut Lower, gy: &Value, w: &Value, in_sp: &[us
         output_spatial: sp,
     };
     let op = opts(vec![1; s], padding, g.stride.clone(), g.dil.clone(), grp, 1);
-    Ok(cx.convolution(gy, &w4, &dims, &op)?)
+    conv_taps::convolution(cx, gy, &w4, &dims, &op)
 }
 
 /// The gradient of [`conv_fwd`] with respect to its weight (spatial size `k`), from the
@@ -152,7 +129,7 @@ pub(crate) fn conv_weight_grad(cx: &mut Lower, x: &Value, gy: &Value, k: &[usize
         output_spatial: sp,
     };
     let op = opts(g.dil.clone(), padding, vec![1; s], g.stride.clone(), 1, g.groups);
-    Ok(cx.convolution(x, gy, &dims, &op)?)
+    conv_taps::convolution(cx, x, gy, &dims, &op)
 }
 
 /// Checked geometry from the schema's lists (`stride`, `padding`, `dilation`, `groups`).
