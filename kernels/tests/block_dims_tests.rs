@@ -7,7 +7,6 @@
 mod support;
 
 use rand::{Rng, SeedableRng};
-use std::process::Command;
 use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
 use tessera_lowering::prelude::*;
 use tessera_lowering::stablehlo::Form;
@@ -126,38 +125,8 @@ fn program() -> KernelProgram {
         .expect("traces")
 }
 
-fn jax_python() -> Option<std::ffi::OsString> {
-    let py = std::env::var_os("TESSERA_JAX_PYTHON").filter(|p| !p.is_empty());
-    if py.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the jaxlib checks: set TESSERA_JAX_PYTHON"
-        );
-        eprintln!("skipped: set TESSERA_JAX_PYTHON to a Python with jax");
-    }
-    py
-}
-
-fn tool(py: &std::ffi::OsStr, name: &str, args: &[String]) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tools")
-        .join(name);
-    let out = support::output(Command::new(py).arg(path).args(args));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{name}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
-}
-
 #[test]
 fn the_squeezed_matmul_verifies_with_jaxlib_and_has_pallas_structure() {
-    let Some(py) = jax_python() else { return };
-    let dir = std::env::temp_dir().join(format!("tessera-squeezed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("bmm.mlir");
     let m = lower_to_mosaic(&program(), TpuGeneration::V5e).unwrap();
     // The window keeps the squeezed dim (size 1), as Pallas' does.
     assert!(
@@ -166,27 +135,9 @@ fn the_squeezed_matmul_verifies_with_jaxlib_and_has_pallas_structure() {
         "{}",
         m.readable
     );
-    std::fs::write(&file, &m.serialized).unwrap();
-    let file = file.to_string_lossy().to_string();
-    let checked = tool(&py, "check_mosaic.py", std::slice::from_ref(&file));
-    assert!(checked.contains(": OK"), "{checked}");
-    let ours = tool(
-        &py,
-        "pallas_structure.py",
-        &["--module".into(), file.clone()],
-    );
-    let pallas = tool(
-        &py,
-        "pallas_structure.py",
-        &["--bmm", "3", "128", "256", "128"].map(String::from),
-    );
-    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
-    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
-    assert_eq!(
-        ours[&file], pallas["bmm"],
-        "Tessera (left) vs Pallas (right)"
-    );
-    std::fs::remove_dir_all(dir).ok();
+    support::check_mosaic_of("squeezed", &program());
+    let args = ["--bmm", "3", "128", "256", "128"];
+    support::assert_pallas_structure("squeezed", &program(), &args, "bmm");
 }
 
 #[test]

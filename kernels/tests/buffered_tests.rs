@@ -147,21 +147,8 @@ fn the_mosaic_has_pallas_pipeline_modes_and_verifies_with_jaxlib() {
         assert!(text.contains(window), "{window} in\n{text}");
     }
     support::check_mosaic_of("buffered", &p);
-    let (dir, file) = support::write_mosaic("buffered-structure", &p);
-    let ours = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()]);
-    let pallas = support::jax_tool(
-        "pallas_structure.py",
-        &["--buffered", "64", "256", "16"].map(String::from),
-    );
-    if let (Some(ours), Some(pallas)) = (ours, pallas) {
-        let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
-        let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
-        assert_eq!(
-            ours[&file], pallas["buffered"],
-            "Tessera (left) vs Pallas (right)"
-        );
-    }
-    std::fs::remove_dir_all(dir).ok();
+    let args = ["--buffered", "64", "256", "16"];
+    support::assert_pallas_structure("buffered-structure", &p, &args, "buffered");
 }
 
 #[test]

@@ -267,25 +267,9 @@ fn the_dma_kernel_mosaic_verifies_with_jaxlib() {
 
 #[test]
 fn the_dma_kernel_has_the_structure_pallas_emits() {
-    let (dir, file) = support::write_mosaic("pallas", &program());
-    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
-    else {
-        return;
-    };
-    let pallas = support::jax_tool(
-        "pallas_structure.py",
-        &["--dma".into(), "4".into(), "64".into()],
-    )
-    .expect("jax is there: the first call ran");
-    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
-    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
     // Same grid, semantics, scalar prefetch, scratch count, argument types (the SMEM array,
     // the two `any` memrefs, the VMEM buffer, the semaphore array) and windowless params.
-    assert_eq!(
-        ours[&file], pallas["dma"],
-        "Tessera (left) vs Pallas (right)"
-    );
-    std::fs::remove_dir_all(dir).ok();
+    support::assert_pallas_structure("pallas", &program(), &["--dma", "4", "64"], "dma");
 }
 
 #[test]

@@ -289,23 +289,9 @@ fn element_windows_verify_with_jaxlib_and_compile_with_libtpu() {
 
 #[test]
 fn the_window_sum_has_the_structure_pallas_emits_for_pl_element() {
-    let (dir, file) = support::write_mosaic("element-structure", &window_program(TPU_CASE));
-    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
-    else {
-        return;
-    };
-    let pallas = support::jax_tool(
-        "pallas_structure.py",
-        &["--element", "8", "8", "16"].map(String::from),
-    )
-    .expect("jax is set");
-    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
-    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
-    assert_eq!(
-        ours[&file], pallas["element"],
-        "Tessera (left) vs Pallas (right)"
-    );
-    std::fs::remove_dir_all(dir).ok();
+    let program = window_program(TPU_CASE);
+    let args = ["--element", "8", "8", "16"];
+    support::assert_pallas_structure("element-structure", &program, &args, "element");
 }
 
 #[test]

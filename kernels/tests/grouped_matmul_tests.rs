@@ -143,26 +143,13 @@ fn float_group_offsets_are_reported_at_the_run_call() {
 
 #[test]
 fn grouped_matmul_has_the_structure_pallas_emits() {
-    let (dir, file) = support::write_mosaic("gmm-pallas", &program());
-    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
-    else {
-        return;
-    };
-    // The same problem as `program()`: m, k, n, groups.
-    let args = ["--gmm", "64", "128", "256", "4"].map(String::from);
-    let pallas =
-        support::jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
-    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
-    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
-    // Same grid, semantics, scalar-prefetch and scratch counts, argument types (grid
-    // indices, the SMEM offsets, the VMEM windows with the squeezed group dim, the
-    // accumulator), window bounds and index maps.
-    assert_eq!(
-        ours[&file], pallas["gmm"],
-        "Tessera (left) vs Pallas (right)"
-    );
-    assert_eq!(pallas["gmm"]["scalar_prefetch"], 1);
-    std::fs::remove_dir_all(dir).ok();
+    // The same problem as `program()`: m, k, n, groups. Same grid, semantics, scalar-prefetch
+    // and scratch counts, argument types (grid indices, the SMEM offsets, the VMEM windows
+    // with the squeezed group dim, the accumulator), window bounds and index maps.
+    let args = ["--gmm", "64", "128", "256", "4"];
+    if let Some(pallas) = support::assert_pallas_structure("gmm-pallas", &program(), &args, "gmm") {
+        assert_eq!(pallas["scalar_prefetch"], 1);
+    }
 }
 
 /// On the CPU plugin the grid's parallel points run side by side (the overlap test, which

@@ -278,24 +278,12 @@ fn paged_attention_compiles_with_libtpu_for_three_generations() {
 
 #[test]
 fn paged_attention_has_the_structure_pallas_emits() {
-    let (dir, file) = support::write_mosaic("paged-pallas", &program());
-    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
-    else {
-        return;
-    };
-    // `program()`: 2 sequences of up to 4 pages from a pool of 6.
-    let args: Vec<String> = ["--paged", "2", "4", "6"].map(String::from).to_vec();
-    let pallas =
-        support::jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
-    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
-    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
-    // Same grid, semantics, 2 scalar-prefetch arrays, 3 scratch operands (two VMEM page
-    // slots, 4 DMA semaphores), argument types (K/V pools as `any` memrefs) and windows
-    // (squeezed q/o blocks; none for the HBM operands).
-    assert_eq!(
-        ours[&file], pallas["paged"],
-        "Tessera (left) vs Pallas (right)"
-    );
-    assert_eq!(pallas["paged"]["scalar_prefetch"], 2);
-    std::fs::remove_dir_all(dir).ok();
+    // `program()`: 2 sequences of up to 4 pages from a pool of 6. Same grid, semantics, 2
+    // scalar-prefetch arrays, 3 scratch operands (two VMEM page slots, 4 DMA semaphores),
+    // argument types (K/V pools as `any` memrefs) and windows (squeezed q/o blocks; none for
+    // the HBM operands).
+    let args = ["--paged", "2", "4", "6"];
+    if let Some(pallas) = support::assert_pallas_structure("paged-pallas", &program(), &args, "paged") {
+        assert_eq!(pallas["scalar_prefetch"], 2);
+    }
 }

@@ -319,25 +319,14 @@ fn the_gather_has_the_structure_pallas_emits() {
             (DType::F32, vec![v * ROWS, LANES]),
         ])
         .expect("traces");
-    let (dir, file) = support::write_mosaic("prefetch-pallas", &program);
-    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
-    else {
-        return;
-    };
-    let pallas = support::jax_tool(
-        "pallas_structure.py",
-        &["--gather".into(), n_out.to_string(), v.to_string()],
-    )
-    .expect("jax is there: the first call ran");
-    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
-    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
     // Same grid, semantics, scalar-prefetch count, argument types (grid index, the SMEM
     // array, the VMEM windows), window bounds and index maps (the input's first block index
     // is a `memref.load` from the prefetched array, as in Pallas).
-    assert_eq!(
-        ours[&file], pallas["gather"],
-        "Tessera (left) vs Pallas (right)"
-    );
-    assert_eq!(pallas["gather"]["scalar_prefetch"], 1);
-    std::fs::remove_dir_all(dir).ok();
+    let (n_out, v) = (n_out.to_string(), v.to_string());
+    let args = ["--gather", n_out.as_str(), v.as_str()];
+    if let Some(pallas) =
+        support::assert_pallas_structure("prefetch-pallas", &program, &args, "gather")
+    {
+        assert_eq!(pallas["scalar_prefetch"], 1);
+    }
 }

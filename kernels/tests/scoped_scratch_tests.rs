@@ -39,24 +39,14 @@ fn scoped_scratch_has_the_structure_pallas_emits() {
     let program = scoped_launch(4)
         .trace_program(&[(DType::I32, vec![4]), (DType::F32, vec![40, LANES])])
         .expect("traces");
-    let (dir, file) = support::write_mosaic("scoped-pallas", &program);
-    let Some(ours) = support::jax_tool("pallas_structure.py", &["--module".into(), file.clone()])
-    else {
-        return;
-    };
-    let args: Vec<String> = ["--scoped", "4", "40"].map(String::from).to_vec();
-    let pallas =
-        support::jax_tool("pallas_structure.py", &args).expect("jax is there: the first call ran");
-    let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
-    let pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
     // No scratch operands (the buffer and semaphore live in the body's `tpu.region`), the
     // HBM input without a window, the output's window and index map.
-    assert_eq!(
-        ours[&file], pallas["scoped"],
-        "Tessera (left) vs Pallas (right)"
-    );
-    assert_eq!(pallas["scoped"]["scratch_operands"], 0);
-    std::fs::remove_dir_all(dir).ok();
+    let args = ["--scoped", "4", "40"];
+    if let Some(pallas) =
+        support::assert_pallas_structure("scoped-pallas", &program, &args, "scoped")
+    {
+        assert_eq!(pallas["scratch_operands"], 0);
+    }
 }
 
 #[test]

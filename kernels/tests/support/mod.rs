@@ -104,6 +104,32 @@ pub fn write_mosaic(
     (dir, path)
 }
 
+/// Checks that `program`'s Mosaic (for v5e) has the structure Pallas emits for the same
+/// kernel: `tools/pallas_structure.py` of both, ours from the module and Pallas' from
+/// `pallas_args` (entry `key` of its JSON), must be equal (grid, semantics, scalar-prefetch
+/// and scratch counts, argument types, windows, index maps). Returns Pallas' structure for
+/// further checks; `None` where [`jax_python`] is unset (outside CI).
+pub fn assert_pallas_structure(
+    tag: &str,
+    program: &tessera_lowering::trace::KernelProgram,
+    pallas_args: &[&str],
+    key: &str,
+) -> Option<serde_json::Value> {
+    let (dir, file) = write_mosaic(tag, program);
+    let pallas = jax_tool("pallas_structure.py", &["--module".into(), file.clone()]).map(|ours| {
+        let args: Vec<String> = pallas_args.iter().map(|a| a.to_string()).collect();
+        let pallas = jax_tool("pallas_structure.py", &args);
+        let pallas = pallas.expect("jax is there: the first call ran");
+        let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
+        let mut pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
+        assert!(!pallas[key].is_null(), "{tag}: pallas_structure.py gave no `{key}`: {pallas}");
+        assert_eq!(ours[&file], pallas[key], "{tag}: Tessera (left) vs Pallas (right)");
+        pallas[key].take()
+    });
+    std::fs::remove_dir_all(dir).ok();
+    pallas
+}
+
 /// Writes `program`'s Mosaic (for v5e) and verifies it with jaxlib's tpu dialect
 /// (tools/check_mosaic.py); skipped where [`jax_python`] is unset (outside CI).
 pub fn check_mosaic_of(tag: &str, program: &tessera_lowering::trace::KernelProgram) {
