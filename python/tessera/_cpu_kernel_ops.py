@@ -1,18 +1,14 @@
 """Kernel ops' CPU implementation in C++ (`csrc/kernel_ops.cpp`): torch's dispatcher calls it
 without Python and it runs the kernel through Tessera's runtime, so a cached call costs what
-the runtime does instead of 15-21 us of Python (see the note of issue 14). Built once per torch
-version and source with `torch.utils.cpp_extension` (g++ and ninja) into Tessera's cache
-(`$TESSERA_CACHE_DIR/torch_extensions`). Where it cannot be built, kernel ops run through their
+the runtime does instead of 15-21 us of Python (see the note of issue 14). Built by
+`_cpp_extension`. Where it cannot be built, kernel ops run through their
 Python implementation, with a warning. `TESSERA_CPU_KERNEL_OPS=python` chooses the Python one.
 """
 
 import os
-import pathlib
 import warnings
 
-import torch
-
-from . import _native
+from . import _cpp_extension, _native
 
 _state = {}
 
@@ -32,21 +28,6 @@ def module():
 
 
 def _build():
-    from torch.utils import cpp_extension
-
-    try:  # ninja from PyPI: its binary is not on PATH outside an activated venv
-        import ninja
-
-        if ninja.BIN_DIR not in os.environ.get("PATH", "").split(os.pathsep):
-            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-    except ImportError:
-        pass
-
-    cache = os.environ.get("TESSERA_CACHE_DIR") or os.path.expanduser("~/.cache/tessera")
-    build = pathlib.Path(cache) / "torch_extensions" / f"torch-{torch.__version__}"
-    build.mkdir(parents=True, exist_ok=True)
-    source = pathlib.Path(__file__).parent / "csrc" / "kernel_ops.cpp"
-    m = cpp_extension.load("tessera_cpu_kernel_ops", [str(source)], build_directory=str(build),
-                           extra_cflags=["-O2"], verbose=False)
+    m = _cpp_extension.build("tessera_cpu_kernel_ops", "kernel_ops.cpp")
     m.set_call(*_native.kernel_call_address())
     return m

@@ -170,6 +170,30 @@ def _register_rnns():
     return lib
 
 
-_LIB = _register_factories()
+def _dispatch_in_cpp():
+    """Whether device tensors are plain PrivateUse1 tensors dispatched in C++
+    (`TESSERA_TORCH_DISPATCH=cpp`, csrc/device.cpp): then the C++ extension registers the
+    device's kernels (factories, copies, torch's strided views, and one boxed kernel for every
+    other op) instead of `_register_factories`. Its ops cost what the eager runtime does, not
+    torch's Python dispatch; it does not yet run under torch.compile, set `metrics()["ops"]`,
+    or run the backward's deferred ops on the caller's thread (see the note of issue 13)."""
+    import os
+
+    choice = os.environ.get("TESSERA_TORCH_DISPATCH", "python")
+    if choice not in ("python", "cpp"):
+        raise ValueError(f"TESSERA_TORCH_DISPATCH={choice!r}: expected `python` or `cpp`")
+    return choice == "cpp"
+
+
+def _load_cpp_dispatch():
+    from .. import _cpp_extension
+
+    m = _cpp_extension.build("tessera_device", "device.cpp")
+    m.set_calls(*_native.device_call_addresses())
+    return m
+
+
+CPP = _load_cpp_dispatch() if _dispatch_in_cpp() else None
+_LIB = _register_factories() if CPP is None else None
 _RNN_LIB = _register_rnns()
 _patch_autograd()

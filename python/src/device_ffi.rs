@@ -1,0 +1,531 @@
+//! The C entry points of the `tpu` device's dispatch in C++ (`tessera/csrc/device.cpp`, chosen
+//! with `TESSERA_TORCH_DISPATCH=cpp`): torch's dispatcher calls that boxed kernel for every
+//! ATen op on device tensors, and it calls [`tessera_device_call`] without Python.
+//!
+//! A device tensor's storage holds one eager tensor, a `Box<Tensor>` made here and released
+//! through [`tessera_device_release`]; a tensor argument is that value read through the
+//! tensor's sizes, strides and storage offset (the value itself when the tensor covers it
+//! contiguously, else the eager runtime's `as_strided` view of it, which in-place ops write
+//! through). Results are handed to the C++ side through a callback, errors through another.
+
+use std::ffi::{c_char, c_void, CStr};
+use tessera_eager::{ArgValue, EagerError, Output, Tensor};
+use tessera_lowering::{DType, HostTensor};
+use tessera_ops::OpError;
+
+/// [`DevArg::kind`]s.
+pub const ARG_NONE: i32 = 0;
+pub const ARG_TENSOR: i32 = 1;
+pub const ARG_INT: i32 = 2;
+pub const ARG_FLOAT: i32 = 3;
+pub const ARG_BOOL: i32 = 4;
+pub const ARG_INT_LIST: i32 = 5;
+pub const ARG_FLOAT_LIST: i32 = 6;
+pub const ARG_BOOL_LIST: i32 = 7;
+pub const ARG_DTYPE: i32 = 8;
+pub const ARG_STR: i32 = 9;
+pub const ARG_TENSOR_LIST: i32 = 10;
+pub const ARG_OPT_TENSOR_LIST: i32 = 11;
+/// [`Emit`] kinds besides the argument kinds: a list of `i` tensors follows.
+pub const OUT_LIST: i32 = 20;
+
+/// Return codes.
+pub const OK: i32 = 0;
+/// The op is not Tessera's (unknown, unsupported, or rejecting these arguments): the C++
+/// side runs it on torch CPU (counted and warned, as the Python device does).
+pub const FALLBACK: i32 = 1;
+/// An error to raise (a failed device op, a bad value).
+pub const ERROR: i32 = 2;
+
+/// One argument of an op, or one device tensor to read or write.
+#[repr(C)]
+pub struct DevArg {
+    pub kind: i32,
+    /// The keyword (keyword-only arguments), or null.
+    pub name: *const c_char,
+    /// TENSOR: the storage's value.
+    pub value: *mut Tensor,
+    /// TENSOR: the tensor's torch ScalarType; DTYPE: the ScalarType.
+    pub dtype: i32,
+    /// TENSOR: the rank; lists: the length.
+    pub len: usize,
+    /// TENSOR: the sizes; INT_LIST, BOOL_LIST (0 or 1): the items.
+    pub ints: *const i64,
+    /// TENSOR: the strides.
+    pub strides: *const i64,
+    /// TENSOR: the storage offset; INT, BOOL: the value.
+    pub i: i64,
+    /// FLOAT: the value.
+    pub f: f64,
+    /// FLOAT_LIST: the items.
+    pub floats: *const f64,
+    /// TENSOR_LIST, OPT_TENSOR_LIST: the items (TENSOR or NONE).
+    pub items: *const DevArg,
+    /// STR: the text.
+    pub text: *const c_char,
+}
+
+/// Hands one result to the C++ side: a tensor (`value`, owned by the callee from then on, of
+/// ScalarType `dtype` and shape `dims[..rank]`), OUT_LIST (`i` tensors follow), INT, BOOL
+/// (`i`), FLOAT (`f`) or NONE.
+pub type Emit = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    kind: i32,
+    value: *mut Tensor,
+    dtype: i32,
+    rank: usize,
+    dims: *const i64,
+    i: i64,
+    f: f64,
+);
+
+/// Hands an error message (UTF-8, `len` bytes) to the C++ side.
+pub type Fail = unsafe extern "C" fn(ctx: *mut c_void, msg: *const u8, len: usize);
+
+enum Failure {
+    Fallback(String),
+    Error(String),
+}
+
+impl From<EagerError> for Failure {
+    /// Which errors send the op to torch CPU: those the Python device falls back on
+    /// (`dispatch._FALLBACK_ERRORS`); device failures are raised.
+    fn from(e: EagerError) -> Self {
+        let msg = e.to_string();
+        match &e {
+            EagerError::Op { source, .. } if !matches!(**source, OpError::Runtime { .. }) => {
+                Failure::Fallback(msg)
+            }
+            EagerError::Usage(_) => Failure::Fallback(msg),
+            _ => Failure::Error(msg),
+        }
+    }
+}
+
+type Res<T> = Result<T, Failure>;
+
+fn error(msg: String) -> Failure {
+    Failure::Error(msg)
+}
+
+unsafe fn slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
+    if n == 0 || p.is_null() {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p, n)
+    }
+}
+
+fn dtype_of(code: i32) -> Res<DType> {
+    DType::from_torch_scalar_type(i64::from(code)).ok_or_else(|| {
+        error(format!(
+            "tpu: dtype (torch ScalarType {code}) is not supported by Tessera"
+        ))
+    })
+}
+
+fn contiguous_strides(sizes: &[i64]) -> Vec<i64> {
+    let mut strides = vec![0; sizes.len()];
+    let mut acc = 1;
+    for (s, &d) in strides.iter_mut().zip(sizes).rev() {
+        *s = acc;
+        acc *= d.max(1);
+    }
+    strides
+}
+
+fn call1(op: &str, args: Vec<ArgValue<Tensor>>) -> Res<Tensor> {
+    match tessera_eager::call(op, args, vec![])?.into_iter().next() {
+        Some(Output::Tensor(t)) => Ok(t),
+        _ => Err(error(format!("tpu: `{op}` gave no tensor"))),
+    }
+}
+
+/// The sizes of tensor argument `a`, checked.
+unsafe fn shape_of(a: &DevArg) -> Res<Vec<usize>> {
+    slice(a.ints, a.len)
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| error(format!("tpu: negative size {d}"))))
+        .collect()
+}
+
+/// Whether tensor `a` is its whole storage, row-major from offset 0.
+unsafe fn covers_storage(a: &DevArg, value: &Tensor) -> bool {
+    let sizes = slice(a.ints, a.len);
+    let strides = slice(a.strides, a.len);
+    let numel: i64 = sizes.iter().product();
+    a.i == 0
+        && numel == value.numel() as i64
+        && sizes
+            .iter()
+            .zip(strides.iter().zip(contiguous_strides(sizes)))
+            .all(|(&d, (&s, c))| d <= 1 || s == c)
+}
+
+/// The eager value tensor argument `a` reads: its storage's value, reshaped or viewed.
+unsafe fn read(a: &DevArg) -> Res<Tensor> {
+    let value = a
+        .value
+        .as_ref()
+        .ok_or_else(|| error("tpu: a device tensor without a value".into()))?;
+    let shape = shape_of(a)?;
+    if covers_storage(a, value) {
+        if value.shape() == shape {
+            return Ok(value.clone());
+        }
+        let sizes = slice(a.ints, a.len).to_vec();
+        return call1(
+            "aten::view",
+            vec![ArgValue::Tensor(value.clone()), ArgValue::IntList(sizes)],
+        );
+    }
+    let flat = if value.dim() == 1 {
+        value.clone()
+    } else {
+        call1(
+            "aten::view",
+            vec![ArgValue::Tensor(value.clone()), ArgValue::IntList(vec![-1])],
+        )?
+    };
+    call1(
+        "aten::as_strided",
+        vec![
+            ArgValue::Tensor(flat),
+            ArgValue::IntList(slice(a.ints, a.len).to_vec()),
+            ArgValue::IntList(slice(a.strides, a.len).to_vec()),
+            ArgValue::Int(a.i),
+        ],
+    )
+}
+
+/// Makes tensor argument `a` hold `src` (a value of its shape), through its storage: the
+/// storage's value is replaced when `a` covers it, else `src` is scattered into its positions.
+unsafe fn write(a: &DevArg, src: Tensor) -> Res<()> {
+    let value = a
+        .value
+        .as_mut()
+        .ok_or_else(|| error("tpu: a device tensor without a value".into()))?;
+    if covers_storage(a, value) {
+        *value = src;
+        return Ok(());
+    }
+    let sizes = slice(a.ints, a.len);
+    let strides = slice(a.strides, a.len);
+    // The storage positions of `a`'s elements, row-major.
+    let mut positions = vec![a.i];
+    for (&d, &s) in sizes.iter().zip(strides) {
+        positions = positions
+            .iter()
+            .flat_map(|&p| (0..d).map(move |k| p + k * s))
+            .collect();
+    }
+    let n = positions.len();
+    let index = Tensor::from_host(&HostTensor::from_vec(vec![n], positions))?;
+    let flat = if value.dim() == 1 {
+        value.clone()
+    } else {
+        call1(
+            "aten::view",
+            vec![ArgValue::Tensor(value.clone()), ArgValue::IntList(vec![-1])],
+        )?
+    };
+    let src = call1(
+        "aten::reshape",
+        vec![ArgValue::Tensor(src), ArgValue::IntList(vec![-1])],
+    )?;
+    *value = call1(
+        "aten::index_put",
+        vec![
+            ArgValue::Tensor(flat),
+            ArgValue::OptTensorList(vec![Some(index)]),
+            ArgValue::Tensor(src),
+        ],
+    )?;
+    Ok(())
+}
+
+/// An op argument as the eager runtime takes it; tensor arguments also land in `tensors`
+/// (argument, value passed) for the write-back of written ones.
+unsafe fn arg<'a>(a: &'a DevArg, tensors: &mut Vec<(&'a DevArg, Tensor)>) -> Res<ArgValue<Tensor>> {
+    Ok(match a.kind {
+        ARG_NONE => ArgValue::None,
+        ARG_TENSOR => {
+            let t = read(a)?;
+            tensors.push((a, t.clone()));
+            ArgValue::Tensor(t)
+        }
+        ARG_INT => ArgValue::Int(a.i),
+        ARG_FLOAT => ArgValue::Float(a.f),
+        ARG_BOOL => ArgValue::Bool(a.i != 0),
+        ARG_INT_LIST => ArgValue::IntList(slice(a.ints, a.len).to_vec()),
+        ARG_FLOAT_LIST => ArgValue::FloatList(slice(a.floats, a.len).to_vec()),
+        ARG_BOOL_LIST => ArgValue::BoolList(slice(a.ints, a.len).iter().map(|&b| b != 0).collect()),
+        ARG_DTYPE => ArgValue::DType(dtype_of(a.dtype)?),
+        ARG_STR => ArgValue::Str(CStr::from_ptr(a.text).to_string_lossy().into_owned()),
+        ARG_TENSOR_LIST | ARG_OPT_TENSOR_LIST => {
+            let mut items = Vec::with_capacity(a.len);
+            for x in slice(a.items, a.len) {
+                items.push(match x.kind {
+                    ARG_TENSOR => {
+                        let t = read(x)?;
+                        tensors.push((x, t.clone()));
+                        Some(t)
+                    }
+                    _ => None,
+                });
+            }
+            if a.kind == ARG_TENSOR_LIST {
+                ArgValue::TensorList(items.into_iter().flatten().collect())
+            } else {
+                ArgValue::OptTensorList(items)
+            }
+        }
+        k => return Err(error(format!("tpu: argument kind {k} is not known"))),
+    })
+}
+
+unsafe fn emit_tensor(emit: Emit, ctx: *mut c_void, t: Tensor) {
+    let dims: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+    let dtype = t.dtype().torch_scalar_type();
+    let boxed = Box::into_raw(Box::new(t));
+    emit(
+        ctx,
+        ARG_TENSOR,
+        boxed,
+        dtype,
+        dims.len(),
+        dims.as_ptr(),
+        0,
+        0.0,
+    );
+}
+
+/// Runs `run`, reporting a failure through `fail`; a panic is an error, not an unwind into C++.
+unsafe fn guarded(fail: Fail, ctx: *mut c_void, run: impl FnOnce() -> Res<()>) -> i32 {
+    let (code, msg) = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(Ok(())) => return OK,
+        Ok(Err(Failure::Fallback(m))) => (FALLBACK, m),
+        Ok(Err(Failure::Error(m))) => (ERROR, m),
+        Err(_) => (ERROR, "tpu: the eager runtime panicked".to_string()),
+    };
+    fail(ctx, msg.as_ptr(), msg.len());
+    code
+}
+
+/// Calls ATen op `op` (`aten::add.Tensor`) on `n` arguments in this thread's eager mode. Each
+/// result goes to `emit`, in order (in-place and `out=` overloads return the tensors they
+/// wrote; those arguments flagged in `written` have been written already). Returns [`OK`],
+/// [`FALLBACK`] or [`ERROR`] (then `fail` got the message).
+///
+/// # Safety
+/// `op` is NUL-terminated; `args` holds `n` valid arguments whose pointers are valid for the
+/// call; `written[i]` says whether argument i is written (n entries).
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_call(
+    op: *const c_char,
+    n: usize,
+    args: *const DevArg,
+    written: *const u8,
+    ctx: *mut c_void,
+    emit: Emit,
+    fail: Fail,
+) -> i32 {
+    guarded(fail, ctx, || {
+        let op = CStr::from_ptr(op)
+            .to_str()
+            .map_err(|_| error("tpu: op name is not UTF-8".into()))?;
+        let args = slice(args, n);
+        let written = slice(written, n);
+        let (mut pos, mut kw) = (Vec::with_capacity(n), Vec::new());
+        let mut tensors = Vec::new();
+        let mut writes = Vec::new();
+        for (a, &w) in args.iter().zip(written) {
+            let before = tensors.len();
+            let v = arg(a, &mut tensors)?;
+            if w != 0 {
+                writes.extend(tensors[before..].iter().map(|(a, t)| (*a, t.clone())));
+            }
+            if a.name.is_null() {
+                pos.push(v);
+            } else {
+                kw.push((CStr::from_ptr(a.name).to_str().unwrap_or(""), v));
+            }
+        }
+        let outs = tessera_eager::call(op, pos, kw)?;
+        // The eager runtime wrote into the values passed: a view of the storage wrote
+        // through; a copy is written back.
+        for (a, passed) in writes {
+            let value = &*a.value;
+            if !passed.shares_storage(value) {
+                write(a, passed)?;
+            }
+        }
+        for o in outs {
+            match o {
+                Output::Tensor(t) => emit_tensor(emit, ctx, t),
+                Output::Tensors(ts) => {
+                    emit(
+                        ctx,
+                        OUT_LIST,
+                        std::ptr::null_mut(),
+                        0,
+                        0,
+                        std::ptr::null(),
+                        ts.len() as i64,
+                        0.0,
+                    );
+                    for t in ts {
+                        emit_tensor(emit, ctx, t);
+                    }
+                }
+                Output::Int(i) => emit(
+                    ctx,
+                    ARG_INT,
+                    std::ptr::null_mut(),
+                    0,
+                    0,
+                    std::ptr::null(),
+                    i,
+                    0.0,
+                ),
+                Output::Bool(b) => emit(
+                    ctx,
+                    ARG_BOOL,
+                    std::ptr::null_mut(),
+                    0,
+                    0,
+                    std::ptr::null(),
+                    b as i64,
+                    0.0,
+                ),
+                Output::Float(x) => emit(
+                    ctx,
+                    ARG_FLOAT,
+                    std::ptr::null_mut(),
+                    0,
+                    0,
+                    std::ptr::null(),
+                    0,
+                    x,
+                ),
+                Output::None => emit(
+                    ctx,
+                    ARG_NONE,
+                    std::ptr::null_mut(),
+                    0,
+                    0,
+                    std::ptr::null(),
+                    0,
+                    0.0,
+                ),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A new storage value: `nbytes` of host memory at `data` (row-major) as `numel` elements of
+/// ScalarType `dtype`, or zeros when `data` is null. `*out` receives it.
+///
+/// # Safety
+/// `data` (if not null) holds `nbytes` bytes; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_upload(
+    dtype: i32,
+    numel: usize,
+    data: *const u8,
+    nbytes: usize,
+    out: *mut *mut Tensor,
+    ctx: *mut c_void,
+    fail: Fail,
+) -> i32 {
+    guarded(fail, ctx, || {
+        let dtype = dtype_of(dtype)?;
+        let host = if data.is_null() {
+            HostTensor::zeros(dtype, vec![numel])
+        } else {
+            HostTensor::from_bytes(dtype, vec![numel], slice(data, nbytes).to_vec())
+                .map_err(|e| error(format!("tpu: upload: {e}")))?
+        };
+        *out = Box::into_raw(Box::new(Tensor::from_host(&host)?));
+        Ok(())
+    })
+}
+
+/// Copies the elements of device tensor `a` (row-major) into `nbytes` at `dst`: a sync point.
+///
+/// # Safety
+/// `a` is a valid TENSOR argument; `dst` holds `nbytes` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_read(
+    a: *const DevArg,
+    dst: *mut u8,
+    nbytes: usize,
+    ctx: *mut c_void,
+    fail: Fail,
+) -> i32 {
+    guarded(fail, ctx, || {
+        let h = read(&*a)?.to_host()?;
+        if h.bytes().len() != nbytes {
+            return Err(error(format!(
+                "tpu: read {} bytes into {nbytes}",
+                h.bytes().len()
+            )));
+        }
+        std::ptr::copy_nonoverlapping(h.bytes().as_ptr(), dst, nbytes);
+        Ok(())
+    })
+}
+
+/// Makes device tensor `a` hold `src` (a value of its shape and dtype; taken).
+///
+/// # Safety
+/// `a` is a valid TENSOR argument; `src` a value from this module, not used after.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_write(
+    a: *const DevArg,
+    src: *mut Tensor,
+    ctx: *mut c_void,
+    fail: Fail,
+) -> i32 {
+    let src = *Box::from_raw(src);
+    guarded(fail, ctx, || write(&*a, src))
+}
+
+/// Releases a value (a storage's deleter calls this once).
+///
+/// # Safety
+/// `v` came from this module and is released once, or is null.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_release(v: *mut Tensor) {
+    if !v.is_null() {
+        // A panic must not unwind into torch's deleter: the value is then leaked.
+        let _ = std::panic::catch_unwind(|| drop(Box::from_raw(v)));
+    }
+}
+
+/// Called on autograd's device thread when it starts: its ops launch one by one (Strict;
+/// Debug if that is the mode), since a deferred graph belongs to the thread that made it and
+/// the gradients are read on the caller's thread.
+#[no_mangle]
+pub extern "C" fn tessera_device_autograd_thread() {
+    let _ = std::panic::catch_unwind(|| {
+        if tessera_eager::mode() == tessera_eager::EagerMode::DeferAndFuse {
+            let _ = tessera_eager::set_mode(tessera_eager::EagerMode::Strict);
+        }
+    });
+}
+
+/// The addresses of this module's entry points, for the C++ dispatch: call, upload, read,
+/// write, release, autograd_thread.
+#[pyo3::pyfunction]
+pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize) {
+    (
+        tessera_device_call as *const () as usize,
+        tessera_device_upload as *const () as usize,
+        tessera_device_read as *const () as usize,
+        tessera_device_write as *const () as usize,
+        tessera_device_release as *const () as usize,
+        tessera_device_autograd_thread as *const () as usize,
+    )
+}

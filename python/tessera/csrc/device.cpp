@@ -1,0 +1,618 @@
+// The `tpu` device's dispatch in C++ (chosen with TESSERA_TORCH_DISPATCH=cpp): device tensors
+// are plain torch tensors of PrivateUse1 (renamed `tpu`), and every ATen op on them reaches a
+// boxed kernel here, which calls Tessera's eager runtime (`tessera_device_call` in
+// python/src/device_ffi.rs, reached through its address) without Python. The Python device
+// (tessera/device) pays torch's `__torch_dispatch__` path, 6-8 us per op, before any work.
+//
+// Storage model: a storage's data pointer is a Cell holding one eager value (the runtime's
+// tensor, or none yet: an `empty` storage reads as zeros). View ops are torch's own strided
+// kernels over that storage, so sizes, strides, offsets and aliasing are torch's; an op reads
+// a tensor through its metadata and an in-place op writes through it (device_ffi.rs).
+// Ops Tessera does not lower run on torch CPU (`at::native::cpu_fallback`), counted and
+// warned once per op.
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+#include <torch/extension.h>
+#include <torch/library.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+struct Value;  // the eager runtime's tensor (opaque)
+
+// device_ffi.rs's DevArg.
+struct DevArg {
+  int32_t kind = 0;
+  const char* name = nullptr;
+  Value* value = nullptr;
+  int32_t dtype = 0;
+  size_t len = 0;
+  const int64_t* ints = nullptr;
+  const int64_t* strides = nullptr;
+  int64_t i = 0;
+  double f = 0;
+  const double* floats = nullptr;
+  const DevArg* items = nullptr;
+  const char* text = nullptr;
+};
+
+enum Kind : int32_t {
+  NONE = 0,
+  TENSOR = 1,
+  INT = 2,
+  FLOAT = 3,
+  BOOL = 4,
+  INT_LIST = 5,
+  FLOAT_LIST = 6,
+  BOOL_LIST = 7,
+  DTYPE = 8,
+  STR = 9,
+  TENSOR_LIST = 10,
+  OPT_TENSOR_LIST = 11,
+  OUT_LIST = 20,
+};
+enum Code : int32_t { OK = 0, FALLBACK = 1, ERROR = 2 };
+
+using Emit = void (*)(void*, int32_t, Value*, int32_t, size_t, const int64_t*, int64_t, double);
+using Fail = void (*)(void*, const uint8_t*, size_t);
+using Call = int32_t (*)(const char*, size_t, const DevArg*, const uint8_t*, void*, Emit, Fail);
+using Upload = int32_t (*)(int32_t, size_t, const void*, size_t, Value**, void*, Fail);
+using Read = int32_t (*)(const DevArg*, void*, size_t, void*, Fail);
+using Write = int32_t (*)(const DevArg*, Value*, void*, Fail);
+using Release = void (*)(Value*);
+using AutogradThread = void (*)();
+
+Call g_call = nullptr;
+Upload g_upload = nullptr;
+Read g_read = nullptr;
+Write g_write = nullptr;
+Release g_release = nullptr;
+AutogradThread g_autograd_thread = nullptr;
+
+c10::Device tpu() { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
+
+// A storage's value; the cell is the storage's data pointer and its context.
+struct Cell {
+  Value* value = nullptr;
+};
+
+void delete_cell(void* p) {
+  auto* c = static_cast<Cell*>(p);
+  if (c->value != nullptr) g_release(c->value);
+  delete c;
+}
+
+struct CellAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t) override {
+    auto* c = new Cell();
+    return {c, c, &delete_cell, tpu()};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void*, const void*, std::size_t) const override {
+    TORCH_CHECK(false, "tpu: a device storage is not copied as bytes");
+  }
+};
+
+CellAllocator g_alloc;
+
+// What a call hands back: its results in order, or its error.
+struct Out {
+  int32_t kind;
+  Value* value;
+  int32_t dtype;
+  std::vector<int64_t> dims;
+  int64_t i;
+  double f;
+};
+
+struct Results {
+  std::vector<Out> outs;
+  std::string error;
+  ~Results() {
+    for (auto& o : outs)
+      if (o.value != nullptr) g_release(o.value);
+  }
+};
+
+void emit(void* ctx, int32_t kind, Value* value, int32_t dtype, size_t rank, const int64_t* dims,
+          int64_t i, double f) noexcept {
+  try {
+    static_cast<Results*>(ctx)->outs.push_back(
+        {kind, value, dtype, std::vector<int64_t>(dims, dims + rank), i, f});
+  } catch (...) {
+    g_release(value);
+  }
+}
+
+void fail(void* ctx, const uint8_t* msg, size_t len) noexcept {
+  try {
+    static_cast<Results*>(ctx)->error.assign(reinterpret_cast<const char*>(msg), len);
+  } catch (...) {
+  }
+}
+
+bool is_tpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+Cell* cell_of(const at::Tensor& t) {
+  const auto& dp = t.storage().data_ptr();
+  TORCH_CHECK(dp.get_deleter() == &delete_cell,
+              "tpu: a device tensor whose storage Tessera did not make");
+  return static_cast<Cell*>(dp.get_context());
+}
+
+// The storage's value; an `empty` storage gets zeros first.
+Value* value_of(const at::Tensor& t) {
+  Cell* c = cell_of(t);
+  if (c->value == nullptr) {
+    Results r;
+    size_t numel = t.storage().nbytes() / t.element_size();
+    TORCH_CHECK(g_upload(static_cast<int32_t>(t.scalar_type()), numel, nullptr, 0, &c->value, &r,
+                         &fail) == OK,
+                r.error);
+  }
+  return c->value;
+}
+
+DevArg tensor_arg(const at::Tensor& t) {
+  DevArg a;
+  a.kind = TENSOR;
+  a.value = value_of(t);
+  a.dtype = static_cast<int32_t>(t.scalar_type());
+  a.len = t.dim();
+  a.ints = t.sizes().data();
+  a.strides = t.strides().data();
+  a.i = t.storage_offset();
+  return a;
+}
+
+// A new device tensor over `value` (contiguous, of `dims`).
+at::Tensor wrap(Value* value, int32_t dtype, c10::IntArrayRef dims) {
+  auto type = static_cast<c10::ScalarType>(dtype);
+  auto* c = new Cell{value};
+  size_t nbytes = c10::multiply_integers(dims) * c10::elementSize(type);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes,
+                       c10::DataPtr(c, c, &delete_cell, tpu()), &g_alloc, /*resizable=*/false);
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::scalarTypeToTypeMeta(type));
+  t.unsafeGetTensorImpl()->set_sizes_contiguous(dims);
+  return t;
+}
+
+// Fallbacks to torch CPU: count per op, warned once each.
+std::mutex g_fallback_lock;
+std::unordered_map<std::string, int64_t>& fallback_counts() {
+  static auto* counts = new std::unordered_map<std::string, int64_t>();
+  return *counts;
+}
+
+void count_fallback(const std::string& op, const std::string& why) {
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(g_fallback_lock);
+    first = fallback_counts()[op]++ == 0;
+  }
+  if (first) {
+    TORCH_WARN("tessera: ", op,
+               " runs on torch CPU (copies to and from the tpu device): ",
+               why.substr(0, why.find('\n')));
+  }
+}
+
+// `aten::add.Tensor`.
+const std::string& op_name(const c10::OperatorHandle& op) {
+  thread_local std::unordered_map<const void*, std::string> names;
+  auto& name = names[&op.schema()];
+  if (name.empty()) {
+    const auto& n = op.operator_name();
+    name = n.name + (n.overload_name.empty() ? "" : "." + n.overload_name);
+  }
+  return name;
+}
+
+c10::TypeKind kind_of(const c10::Argument& spec) {
+  c10::TypePtr t = spec.real_type();
+  if (auto o = t->cast<c10::OptionalType>()) t = o->getElementType();
+  return t->kind();
+}
+
+bool cpu_indices_ok(const std::string& name) {
+  return name == "aten::index.Tensor" || name == "aten::index_put" ||
+         name == "aten::index_put_" || name == "aten::_index_put_impl_";
+}
+
+// Everything the arguments point to while the call runs (reserved for one entry per
+// argument at most, so the pointers into them stay valid).
+struct Holder {
+  explicit Holder(size_t n) : n(n) {}
+  template <class T>
+  T& add(std::vector<T>& v) {
+    if (v.capacity() < n) v.reserve(n);
+    return v.emplace_back();
+  }
+  size_t n;
+  std::vector<std::vector<DevArg>> lists;
+  std::vector<std::vector<int64_t>> ints;
+  std::vector<std::vector<double>> floats;
+  std::vector<at::Tensor> uploads;
+};
+
+// A tensor argument; a CPU tensor only where torch takes one with device tensors (a 0-dim
+// scalar; the indices of `index`), uploaded.
+DevArg tensor_or_upload(const at::Tensor& t, const std::string& name, Holder& h) {
+  if (is_tpu(t)) return tensor_arg(t);
+  TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || cpu_indices_ok(name)),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              tpu(), " and ", t.device(), "! (when checking arguments for ", name, ")");
+  h.uploads.push_back(t.to(tpu()));
+  return tensor_arg(h.uploads.back());
+}
+
+// Gives `self` the sizes `size` (contiguous); a storage too small is replaced by a new one
+// when `self` holds nothing yet (an `out=` tensor of torch's CPU fallback, `empty(0)`).
+void resize_to(const at::Tensor& self, c10::IntArrayRef size) {
+  size_t nbytes = c10::multiply_integers(size) * self.element_size();
+  auto* impl = self.unsafeGetTensorImpl();
+  if (nbytes > self.storage().nbytes()) {
+    TORCH_CHECK(self.numel() == 0, "tpu: a device tensor is not resized beyond its storage (",
+                self.sizes(), " to ", size, ")");
+    impl->set_storage_keep_dtype(c10::Storage(c10::Storage::use_byte_size_t(), nbytes,
+                                              &g_alloc, /*resizable=*/false));
+    impl->set_storage_offset(0);
+  }
+  impl->set_sizes_contiguous(size);
+}
+
+// Converts stack value `v` of argument `spec`; false if the runtime takes no such value.
+bool convert(const c10::IValue& v, const c10::Argument& spec, const std::string& name, DevArg& a,
+             Holder& h) {
+  if (v.isNone()) {
+    a.kind = NONE;
+  } else if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    if (!t.defined()) {
+      a.kind = NONE;
+    } else {
+      auto name_ = a.name;
+      a = tensor_or_upload(t, name, h);
+      a.name = name_;
+    }
+  } else if (v.isTensorList() || v.isOptionalTensorList()) {
+    bool optional = v.isOptionalTensorList();
+    auto& items = h.add(h.lists);
+    if (optional) {
+      for (const auto& x : v.toOptionalTensorList()) {
+        std::optional<at::Tensor> o = x;
+        items.push_back(o && o->defined() ? tensor_or_upload(*o, name, h) : DevArg{});
+      }
+    } else {
+      for (const auto& x : v.toTensorList()) items.push_back(tensor_or_upload(x, name, h));
+    }
+    a.kind = optional ? OPT_TENSOR_LIST : TENSOR_LIST;
+    a.items = items.data();
+    a.len = items.size();
+  } else if (v.isBool()) {
+    a.kind = BOOL;
+    a.i = v.toBool();
+  } else if (v.isInt()) {
+    switch (kind_of(spec)) {
+      case c10::TypeKind::ScalarTypeType:
+        a.kind = DTYPE;
+        a.dtype = static_cast<int32_t>(v.toInt());
+        break;
+      case c10::TypeKind::LayoutType:
+      case c10::TypeKind::MemoryFormatType:
+        a.kind = NONE;  // dense, row-major: ignored, as the Python device does
+        break;
+      default:
+        a.kind = INT;
+        a.i = v.toInt();
+    }
+  } else if (v.isDouble()) {
+    a.kind = FLOAT;
+    a.f = v.toDouble();
+  } else if (v.isIntList()) {
+    auto& items = h.add(h.ints) = v.toIntVector();
+    a.kind = INT_LIST;
+    a.ints = items.data();
+    a.len = items.size();
+  } else if (v.isDoubleList()) {
+    auto& items = h.add(h.floats) = v.toDoubleVector();
+    a.kind = FLOAT_LIST;
+    a.floats = items.data();
+    a.len = items.size();
+  } else if (v.isBoolList()) {
+    auto& items = h.add(h.ints);
+    for (bool b : v.toBoolList()) items.push_back(b);
+    a.kind = BOOL_LIST;
+    a.ints = items.data();
+    a.len = items.size();
+  } else if (v.isString()) {
+    a.kind = STR;
+    a.text = v.toStringRef().c_str();
+  } else if (v.isDevice() || v.isGenerator()) {
+    a.kind = NONE;
+  } else {
+    return false;  // a complex number, a storage, ...
+  }
+  return true;
+}
+
+// The argument a return aliases (in-place and `out=` overloads), or -1.
+int written_argument(const c10::FunctionSchema& schema, const c10::Argument& ret) {
+  const auto* r = ret.alias_info();
+  if (r == nullptr || !r->isWrite()) return -1;
+  const auto& args = schema.arguments();
+  for (size_t j = 0; j < args.size(); ++j) {
+    const auto* a = args[j].alias_info();
+    if (a != nullptr && a->isWrite() && a->beforeSets() == r->beforeSets()) return j;
+  }
+  return -1;
+}
+
+void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& why) {
+  count_fallback(op_name(op), why);
+  at::native::cpu_fallback(op, stack);
+}
+
+void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const auto& specs = schema.arguments();
+  const std::string& name = op_name(op);
+  size_t n = specs.size();
+  size_t base = stack->size() - n;
+  std::vector<DevArg> args(n);
+  std::vector<uint8_t> written(n, 0);
+  Holder h(n);
+  // Arguments at their defaults are left out, as torch's Python dispatch leaves them out
+  // (`alpha=1` of `add`): the runtime then takes the op's plain form.
+  auto at_default = [&](size_t i) {
+    const auto& d = specs[i].default_value();
+    return d.has_value() && c10::_fastEqualsForContainer(*d, (*stack)[base + i]);
+  };
+  size_t given = 0;  // positional arguments up to the last one not at its default
+  while (given < n && !specs[given].kwarg_only()) ++given;
+  while (given > 0 && at_default(given - 1)) --given;
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (specs[i].kwarg_only() ? at_default(i) : i >= given) continue;
+    DevArg& a = args[m];
+    written[m] = specs[i].alias_info() != nullptr && specs[i].alias_info()->isWrite();
+    if (specs[i].kwarg_only()) a.name = specs[i].name().c_str();
+    if (!convert((*stack)[base + i], specs[i], name, a, h)) {
+      return run_on_cpu(op, stack, "an argument Tessera does not take");
+    }
+    ++m;
+  }
+  Results r;
+  int32_t code = g_call(name.c_str(), m, args.data(), written.data(), &r, &emit, &fail);
+  if (code == FALLBACK) return run_on_cpu(op, stack, r.error);
+  TORCH_CHECK(code == OK, r.error);
+
+  std::vector<c10::IValue> inputs(stack->begin() + base, stack->end());
+  torch::jit::drop(*stack, n);
+  size_t k = 0;
+  for (const auto& ret : schema.returns()) {
+    TORCH_CHECK(k < r.outs.size(), "tpu: ", name, " gave fewer results than it returns");
+    int j = written_argument(schema, ret);
+    Out& o = r.outs[k++];
+    if (o.kind == OUT_LIST) {
+      std::vector<at::Tensor> ts;
+      for (int64_t m = 0; m < o.i; ++m) {
+        Out& x = r.outs[k++];
+        ts.push_back(wrap(x.value, x.dtype, x.dims));
+        x.value = nullptr;
+      }
+      if (j >= 0) {
+        stack->push_back(inputs[j]);
+      } else {
+        stack->push_back(c10::IValue(ts));
+      }
+    } else if (j >= 0) {
+      // Written already (the runtime's copy is released), unless it is an empty `out=`
+      // tensor, which takes the result's size as torch resizes it.
+      const auto& t = inputs[j].toTensor();
+      if (o.kind == TENSOR && t.sizes() != c10::IntArrayRef(o.dims)) {
+        TORCH_CHECK(t.numel() == 0, "tpu: ", name, " would resize its out= tensor from ",
+                    t.sizes(), " to ", c10::IntArrayRef(o.dims),
+                    "; a device tensor is not resized: pass one of the result's shape");
+        resize_to(t, o.dims);
+        cell_of(t)->value = o.value;
+        o.value = nullptr;
+      }
+      stack->push_back(inputs[j]);
+    } else if (o.kind == TENSOR) {
+      stack->push_back(wrap(o.value, o.dtype, o.dims));
+      o.value = nullptr;
+    } else if (o.kind == INT) {
+      stack->push_back(o.i);
+    } else if (o.kind == BOOL) {
+      stack->push_back(o.i != 0);
+    } else if (o.kind == FLOAT) {
+      stack->push_back(o.f);
+    } else {
+      stack->push_back(c10::IValue());
+    }
+  }
+}
+
+void check_dtype(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::ComplexHalf:
+    case c10::ScalarType::QInt8:
+    case c10::ScalarType::QUInt8:
+    case c10::ScalarType::QInt32:
+    case c10::ScalarType::QUInt4x2:
+    case c10::ScalarType::QUInt2x4:
+      TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported by Tessera");
+    default:
+      break;
+  }
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout>, std::optional<c10::Device>,
+                               std::optional<bool>, std::optional<c10::MemoryFormat> format) {
+  auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
+  check_dtype(type);
+  return at::detail::empty_generic(
+      size, &g_alloc, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), type, format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout>,
+                         std::optional<c10::Device>, std::optional<bool>) {
+  auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
+  check_dtype(type);
+  return at::detail::empty_strided_generic(
+      size, stride, &g_alloc, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), type);
+}
+
+// `dst.copy_(src)` where either is on the device.
+at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool) {
+  if (dst.numel() == 0) return dst;
+  Results r;
+  if (is_tpu(dst) && !is_tpu(src)) {
+    auto host = src.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    Value* v = nullptr;
+    TORCH_CHECK(g_upload(static_cast<int32_t>(dst.scalar_type()), host.numel(), host.data_ptr(),
+                         host.nbytes(), &v, &r, &fail) == OK,
+                r.error);
+    Cell* c = cell_of(dst);
+    if (c->value == nullptr && dst.is_contiguous() && dst.storage_offset() == 0 &&
+        static_cast<size_t>(dst.nbytes()) == dst.storage().nbytes()) {
+      c->value = v;  // the whole storage: no zeros first
+      return dst;
+    }
+    DevArg a = tensor_arg(dst);
+    TORCH_CHECK(g_write(&a, v, &r, &fail) == OK, r.error);
+  } else if (is_tpu(src) && !is_tpu(dst)) {
+    auto host = at::empty(src.sizes(), src.options().device(c10::kCPU));
+    DevArg a = tensor_arg(src);
+    TORCH_CHECK(g_read(&a, host.data_ptr(), host.nbytes(), &r, &fail) == OK, r.error);
+    dst.copy_(host);
+  } else {
+    // Both on the device: the runtime's `copy_` (dtype conversion, broadcasting).
+    static auto copy = c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
+    torch::jit::Stack stack{dst, src, false};
+    tpu_fallback(copy, &stack);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& src, const at::Tensor& dst) {
+  if (dst.sizes() != src.sizes()) resize_to(dst, src.sizes());
+  return copy_from(src, dst, false);
+}
+
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+              " elements cannot be converted to Scalar");
+  auto host = at::empty({}, self.options().device(c10::kCPU));
+  Results r;
+  DevArg a = tensor_arg(self);
+  TORCH_CHECK(g_read(&a, host.data_ptr(), host.nbytes(), &r, &fail) == OK, r.error);
+  return host.item();
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat>) {
+  resize_to(self, size);
+  return self;
+}
+
+// The device guard: one device, one stream (the Python backend's guard costs a call into
+// Python at every guard an op takes).
+struct Guard final : c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
+  c10::Device exchangeDevice(c10::Device) const override { return tpu(); }
+  c10::Device getDevice() const override { return tpu(); }
+  // Autograd's engine sets the device once, when its device thread starts (ops take guards
+  // through exchangeDevice): that thread does not defer.
+  void setDevice(c10::Device) const override { g_autograd_thread(); }
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, tpu());
+  }
+  c10::Stream exchangeStream(c10::Stream) const noexcept override {
+    return c10::Stream(c10::Stream::DEFAULT, tpu());
+  }
+  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag)
+      const override {}
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override {}
+};
+
+// Structured ops (`add.Tensor`, `mul_`, ...) have a default kernel for every backend that
+// computes the result's metadata with a TensorIterator, allocates it, and calls the `out=`
+// overload; the boxed kernel is registered for each of them directly (unless it has a kernel
+// of its own below), so that the runtime gets the op itself (`add.Tensor`, not `add.out` into
+// an empty tensor).
+std::vector<std::unique_ptr<torch::Library>> g_libraries;
+
+void register_structured_ops() {
+  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                              c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  auto& d = c10::Dispatcher::singleton();
+  for (const auto& name : d.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    auto op = d.findOp(name);
+    if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional))
+      continue;
+    std::string full = name.name.substr(6);
+    if (!name.overload_name.empty()) full += "." + name.overload_name;
+    lib->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+  }
+  g_libraries.push_back(std::move(lib));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", &empty_memory_format);
+  m.impl("empty_strided", &empty_strided);
+  m.impl("as_strided", &at::native::as_strided_tensorimpl);
+  m.impl("view", &at::native::view);
+  m.impl("_reshape_alias", &at::native::_reshape_alias);
+  m.impl("unfold", &at::native::unfold);
+  m.impl("_copy_from", &copy_from);
+  m.impl("_copy_from_and_resize", &copy_from_and_resize);
+  m.impl("_local_scalar_dense", &local_scalar_dense);
+  m.impl("resize_", &resize_);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("set_calls", [](uintptr_t call, uintptr_t upload, uintptr_t read, uintptr_t write,
+                        uintptr_t release, uintptr_t autograd_thread) {
+    g_call = reinterpret_cast<Call>(call);
+    g_upload = reinterpret_cast<Upload>(upload);
+    g_read = reinterpret_cast<Read>(read);
+    g_write = reinterpret_cast<Write>(write);
+    g_release = reinterpret_cast<Release>(release);
+    g_autograd_thread = reinterpret_cast<AutogradThread>(autograd_thread);
+    static c10::impl::DeviceGuardImplRegistrar guard(c10::DeviceType::PrivateUse1, new Guard());
+    static bool registered = (register_structured_ops(), true);
+    (void)registered;
+  });
+  m.def("fallbacks", [] {
+    std::lock_guard<std::mutex> lock(g_fallback_lock);
+    return fallback_counts();
+  });
+}
