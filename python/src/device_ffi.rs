@@ -8,6 +8,7 @@
 //! contiguously, else the eager runtime's `as_strided` view of it, which in-place ops write
 //! through). Results are handed to the C++ side through a callback, errors through another.
 
+use crate::eager::EagerTensor;
 use std::ffi::{c_char, c_void, CStr};
 use tessera_eager::{ArgValue, EagerError, Output, Tensor};
 use tessera_lowering::{DType, HostTensor};
@@ -124,16 +125,6 @@ fn dtype_of(code: i32) -> Res<DType> {
     })
 }
 
-fn contiguous_strides(sizes: &[i64]) -> Vec<i64> {
-    let mut strides = vec![0; sizes.len()];
-    let mut acc = 1;
-    for (s, &d) in strides.iter_mut().zip(sizes).rev() {
-        *s = acc;
-        acc *= d.max(1);
-    }
-    strides
-}
-
 fn call1(op: &str, args: Vec<ArgValue<Tensor>>) -> Res<Tensor> {
     match tessera_eager::call(op, args, vec![])?.into_iter().next() {
         Some(Output::Tensor(t)) => Ok(t),
@@ -141,25 +132,18 @@ fn call1(op: &str, args: Vec<ArgValue<Tensor>>) -> Res<Tensor> {
     }
 }
 
-/// The sizes of tensor argument `a`, checked.
-unsafe fn shape_of(a: &DevArg) -> Res<Vec<usize>> {
-    slice(a.ints, a.len)
-        .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| error(format!("tpu: negative size {d}"))))
-        .collect()
-}
-
-/// Whether tensor `a` is its whole storage, row-major from offset 0.
-unsafe fn covers_storage(a: &DevArg, value: &Tensor) -> bool {
+/// Whether tensor `a` is its whole storage (of `numel` elements), row-major from offset 0.
+unsafe fn covers_storage(a: &DevArg, numel: usize) -> bool {
     let sizes = slice(a.ints, a.len);
     let strides = slice(a.strides, a.len);
-    let numel: i64 = sizes.iter().product();
-    a.i == 0
-        && numel == value.numel() as i64
-        && sizes
-            .iter()
-            .zip(strides.iter().zip(contiguous_strides(sizes)))
-            .all(|(&d, (&s, c))| d <= 1 || s == c)
+    let mut expected = 1;
+    for (&d, &s) in sizes.iter().zip(strides).rev() {
+        if d > 1 && s != expected {
+            return false;
+        }
+        expected *= d.max(1);
+    }
+    a.i == 0 && sizes.iter().product::<i64>() == numel as i64
 }
 
 /// The eager value tensor argument `a` reads: its storage's value, reshaped or viewed.
@@ -168,18 +152,21 @@ unsafe fn read(a: &DevArg) -> Res<Tensor> {
         .value
         .as_ref()
         .ok_or_else(|| error("tpu: a device tensor without a value".into()))?;
-    let shape = shape_of(a)?;
-    if covers_storage(a, value) {
-        if value.shape() == shape {
+    let stored = value.shape();
+    if covers_storage(a, stored.iter().product()) {
+        let sizes = slice(a.ints, a.len);
+        if stored.len() == sizes.len() && stored.iter().zip(sizes).all(|(&s, &d)| s as i64 == d) {
             return Ok(value.clone());
         }
-        let sizes = slice(a.ints, a.len).to_vec();
         return call1(
             "aten::view",
-            vec![ArgValue::Tensor(value.clone()), ArgValue::IntList(sizes)],
+            vec![
+                ArgValue::Tensor(value.clone()),
+                ArgValue::IntList(sizes.to_vec()),
+            ],
         );
     }
-    let flat = if value.dim() == 1 {
+    let flat = if stored.len() == 1 {
         value.clone()
     } else {
         call1(
@@ -205,7 +192,7 @@ unsafe fn write(a: &DevArg, src: Tensor) -> Res<()> {
         .value
         .as_mut()
         .ok_or_else(|| error("tpu: a device tensor without a value".into()))?;
-    if covers_storage(a, value) {
+    if covers_storage(a, value.numel()) {
         *value = src;
         return Ok(());
     }
@@ -424,15 +411,17 @@ pub unsafe extern "C" fn tessera_device_call(
     })
 }
 
-/// A new storage value: `nbytes` of host memory at `data` (row-major) as `numel` elements of
-/// ScalarType `dtype`, or zeros when `data` is null. `*out` receives it.
+/// A new storage value of ScalarType `dtype` and shape `dims[..rank]` (a device tensor that
+/// covers its storage gives its own shape, so that reading it needs no view): `nbytes` of
+/// host memory at `data` (row-major), or zeros when `data` is null. `*out` receives it.
 ///
 /// # Safety
-/// `data` (if not null) holds `nbytes` bytes; `out` is writable.
+/// `dims` holds `rank` sizes; `data` (if not null) holds `nbytes` bytes; `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn tessera_device_upload(
     dtype: i32,
-    numel: usize,
+    rank: usize,
+    dims: *const i64,
     data: *const u8,
     nbytes: usize,
     out: *mut *mut Tensor,
@@ -441,10 +430,14 @@ pub unsafe extern "C" fn tessera_device_upload(
 ) -> i32 {
     guarded(fail, ctx, || {
         let dtype = dtype_of(dtype)?;
+        let shape = slice(dims, rank)
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| error(format!("tpu: negative size {d}"))))
+            .collect::<Res<Vec<usize>>>()?;
         let host = if data.is_null() {
-            HostTensor::zeros(dtype, vec![numel])
+            HostTensor::zeros(dtype, shape)
         } else {
-            HostTensor::from_bytes(dtype, vec![numel], slice(data, nbytes).to_vec())
+            HostTensor::from_bytes(dtype, shape, slice(data, nbytes).to_vec())
                 .map_err(|e| error(format!("tpu: upload: {e}")))?
         };
         *out = Box::into_raw(Box::new(Tensor::from_host(&host)?));
@@ -492,6 +485,49 @@ pub unsafe extern "C" fn tessera_device_write(
     guarded(fail, ctx, || write(&*a, src))
 }
 
+/// The value device tensor `a` reads, as a tensor of its own (a copy where `a` is a view of
+/// its storage): `*out` receives it (for [`eager_from_raw`]).
+///
+/// # Safety
+/// `a` is a valid TENSOR argument; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_value(
+    a: *const DevArg,
+    out: *mut *mut Tensor,
+    ctx: *mut c_void,
+    fail: Fail,
+) -> i32 {
+    guarded(fail, ctx, || {
+        let mut t = read(&*a)?;
+        if t.is_view() {
+            t = call1("aten::clone", vec![ArgValue::Tensor(t)])?;
+        }
+        *out = Box::into_raw(Box::new(t));
+        Ok(())
+    })
+}
+
+/// A value from [`tessera_device_value`] as an `EagerTensor` (torch.compile's programs take
+/// device tensors' values so).
+///
+/// # Safety
+/// `raw` came from [`tessera_device_value`] and is taken once.
+#[pyo3::pyfunction]
+pub unsafe fn eager_from_raw(raw: usize) -> EagerTensor {
+    EagerTensor {
+        t: *Box::from_raw(raw as *mut Tensor),
+    }
+}
+
+/// An `EagerTensor`'s value for a new device tensor: (raw value, torch ScalarType, shape);
+/// the C++ side's `wrap` takes the raw value.
+#[pyo3::pyfunction]
+pub fn eager_into_raw(e: &EagerTensor) -> (usize, i32, Vec<usize>) {
+    let t = e.t.clone();
+    let (dtype, shape) = (t.dtype().torch_scalar_type(), t.shape());
+    (Box::into_raw(Box::new(t)) as usize, dtype, shape)
+}
+
 /// Releases a value (a storage's deleter calls this once).
 ///
 /// # Safety
@@ -516,10 +552,21 @@ pub extern "C" fn tessera_device_autograd_thread() {
     });
 }
 
+/// Whether Tessera's op table has ATen op `op` (`aten::convolution`).
+///
+/// # Safety
+/// `op` is NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_has_op(op: *const c_char) -> i32 {
+    CStr::from_ptr(op)
+        .to_str()
+        .is_ok_and(|op| tessera_ops::find(op).is_some()) as i32
+}
+
 /// The addresses of this module's entry points, for the C++ dispatch: call, upload, read,
-/// write, release, autograd_thread.
+/// write, release, autograd_thread, has_op, value.
 #[pyo3::pyfunction]
-pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize) {
+pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize, usize, usize) {
     (
         tessera_device_call as *const () as usize,
         tessera_device_upload as *const () as usize,
@@ -527,5 +574,7 @@ pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize) {
         tessera_device_write as *const () as usize,
         tessera_device_release as *const () as usize,
         tessera_device_autograd_thread as *const () as usize,
+        tessera_device_has_op as *const () as usize,
+        tessera_device_value as *const () as usize,
     )
 }

@@ -9,6 +9,9 @@
    eager.
 
     python python/tools/bench_compile.py [--iters 10] [--d 128] [--seq 64]
+
+With TESSERA_TORCH_DISPATCH=cpp the tpu device is the one dispatched in C++ (plain PrivateUse1
+tensors: no subclass for Dynamo and AOTAutograd to flatten and wrap on every call).
 """
 
 import argparse
@@ -53,6 +56,18 @@ def interleaved_medians(runs, iters, warmup=2):
             run()
             rounds[name].append(time.perf_counter() - t)
     return {k: statistics.median(v) for k, v in rounds.items()}
+
+
+def device_value(t):
+    """Device tensor `t`'s eager value, under either dispatch (TESSERA_TORCH_DISPATCH)."""
+    from tessera import _native
+    from tessera.device import CPP
+
+    if CPP is not None:
+        return _native.eager_from_raw(CPP.value(t))
+    from tessera.device.tensor import _value
+
+    return _value(t)
 
 
 class Block(torch.nn.Module):
@@ -136,7 +151,6 @@ def training(args):
     # The model on the tpu device, compiled: weights, activations and gradients stay there;
     # each step waits for its gradients, as the JAX step does.
     import tessera.torch as tt
-    from tessera.device.tensor import _value
 
     on_device = torch.nn.Sequential(Block(args.d, 4), Block(args.d, 4))
     on_device.load_state_dict(model.state_dict())
@@ -151,7 +165,7 @@ def training(args):
             loss.backward()
             tt.sync()
             for p in on_device.parameters():
-                _value(p.grad).wait()
+                device_value(p.grad).wait()
             return loss.item()
         return run
 

@@ -19,9 +19,11 @@
 #include <torch/extension.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace {
@@ -64,11 +66,14 @@ enum Code : int32_t { OK = 0, FALLBACK = 1, ERROR = 2 };
 using Emit = void (*)(void*, int32_t, Value*, int32_t, size_t, const int64_t*, int64_t, double);
 using Fail = void (*)(void*, const uint8_t*, size_t);
 using Call = int32_t (*)(const char*, size_t, const DevArg*, const uint8_t*, void*, Emit, Fail);
-using Upload = int32_t (*)(int32_t, size_t, const void*, size_t, Value**, void*, Fail);
+using Upload = int32_t (*)(int32_t, size_t, const int64_t*, const void*, size_t, Value**, void*,
+                           Fail);
 using Read = int32_t (*)(const DevArg*, void*, size_t, void*, Fail);
 using Write = int32_t (*)(const DevArg*, Value*, void*, Fail);
 using Release = void (*)(Value*);
 using AutogradThread = void (*)();
+using HasOp = int32_t (*)(const char*);
+using ValueOf = int32_t (*)(const DevArg*, Value**, void*, Fail);
 
 Call g_call = nullptr;
 Upload g_upload = nullptr;
@@ -76,6 +81,8 @@ Read g_read = nullptr;
 Write g_write = nullptr;
 Release g_release = nullptr;
 AutogradThread g_autograd_thread = nullptr;
+HasOp g_has_op = nullptr;
+ValueOf g_value = nullptr;
 
 c10::Device tpu() { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
 
@@ -144,18 +151,28 @@ bool is_tpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::
 Cell* cell_of(const at::Tensor& t) {
   const auto& dp = t.storage().data_ptr();
   TORCH_CHECK(dp.get_deleter() == &delete_cell,
-              "tpu: a device tensor whose storage Tessera did not make");
+              "tpu: a device tensor whose storage Tessera did not make (", t.sizes(), " ",
+              t.scalar_type(), ", ", t.storage().nbytes(), " bytes",
+              dp.get() == nullptr ? ", no memory" : "", ")");
   return static_cast<Cell*>(dp.get_context());
 }
 
-// The storage's value; an `empty` storage gets zeros first.
+// Whether `t` is its whole storage, row-major from offset 0.
+bool covers_storage(const at::Tensor& t) {
+  return t.storage_offset() == 0 && t.is_contiguous() &&
+         static_cast<size_t>(t.nbytes()) == t.storage().nbytes();
+}
+
+// The storage's value; an `empty` storage gets zeros first (of `t`'s shape where `t` covers
+// it, so that reading `t` needs no view).
 Value* value_of(const at::Tensor& t) {
   Cell* c = cell_of(t);
   if (c->value == nullptr) {
     Results r;
-    size_t numel = t.storage().nbytes() / t.element_size();
-    TORCH_CHECK(g_upload(static_cast<int32_t>(t.scalar_type()), numel, nullptr, 0, &c->value, &r,
-                         &fail) == OK,
+    std::vector<int64_t> dims{static_cast<int64_t>(t.storage().nbytes() / t.element_size())};
+    if (covers_storage(t)) dims = t.sizes().vec();
+    TORCH_CHECK(g_upload(static_cast<int32_t>(t.scalar_type()), dims.size(), dims.data(), nullptr,
+                         0, &c->value, &r, &fail) == OK,
                 r.error);
   }
   return c->value;
@@ -187,18 +204,24 @@ at::Tensor wrap(Value* value, int32_t dtype, c10::IntArrayRef dims) {
   return t;
 }
 
-// Fallbacks to torch CPU: count per op, warned once each.
+// Fallbacks to torch CPU: counted per op (by overload name, `special_zeta`, as the Python
+// device counts them), warned once each.
 std::mutex g_fallback_lock;
 std::unordered_map<std::string, int64_t>& fallback_counts() {
   static auto* counts = new std::unordered_map<std::string, int64_t>();
   return *counts;
+}
+std::unordered_set<std::string>& fallback_warned() {
+  static auto* warned = new std::unordered_set<std::string>();
+  return *warned;
 }
 
 void count_fallback(const std::string& op, const std::string& why) {
   bool first;
   {
     std::lock_guard<std::mutex> lock(g_fallback_lock);
-    first = fallback_counts()[op]++ == 0;
+    fallback_counts()[op.rfind("aten::", 0) == 0 ? op.substr(6) : op]++;
+    first = fallback_warned().insert(op).second;
   }
   if (first) {
     TORCH_WARN("tessera: ", op,
@@ -207,21 +230,31 @@ void count_fallback(const std::string& op, const std::string& why) {
   }
 }
 
-// `aten::add.Tensor`.
-const std::string& op_name(const c10::OperatorHandle& op) {
-  thread_local std::unordered_map<const void*, std::string> names;
-  auto& name = names[&op.schema()];
-  if (name.empty()) {
-    const auto& n = op.operator_name();
-    name = n.name + (n.overload_name.empty() ? "" : "." + n.overload_name);
-  }
-  return name;
-}
-
 c10::TypeKind kind_of(const c10::Argument& spec) {
   c10::TypePtr t = spec.real_type();
   if (auto o = t->cast<c10::OptionalType>()) t = o->getElementType();
   return t->kind();
+}
+
+// What the boxed kernel needs of an op, computed once per op and thread.
+struct OpInfo {
+  std::string name;  // `aten::add.Tensor`
+  // Takes a generator: a random op, run on torch CPU so that torch's generator draws (as the
+  // Python device does; Tessera's random ops take explicit seeds).
+  bool random = false;
+};
+
+const OpInfo& op_info(const c10::OperatorHandle& op) {
+  thread_local std::unordered_map<const void*, OpInfo> infos;
+  auto& info = infos[&op.schema()];
+  if (info.name.empty()) {
+    const auto& n = op.operator_name();
+    info.name = n.name + (n.overload_name.empty() ? "" : "." + n.overload_name);
+    for (const auto& a : op.schema().arguments()) {
+      info.random |= kind_of(a) == c10::TypeKind::GeneratorType;
+    }
+  }
+  return info;
 }
 
 bool cpu_indices_ok(const std::string& name) {
@@ -359,14 +392,23 @@ int written_argument(const c10::FunctionSchema& schema, const c10::Argument& ret
 }
 
 void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& why) {
-  count_fallback(op_name(op), why);
+  count_fallback(op_info(op).name, why);
   at::native::cpu_fallback(op, stack);
 }
 
+// ATen ops dispatched here (`metrics()["ops"]`).
+std::atomic<int64_t> g_ops{0};
+
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  g_ops.fetch_add(1, std::memory_order_relaxed);
   const auto& schema = op.schema();
   const auto& specs = schema.arguments();
-  const std::string& name = op_name(op);
+  const OpInfo& info = op_info(op);
+  const std::string& name = info.name;
+  if (info.random) {
+    return run_on_cpu(op, stack,
+                      "Tessera draws random numbers from explicit seeds, torch from its generator");
+  }
   size_t n = specs.size();
   size_t base = stack->size() - n;
   std::vector<DevArg> args(n);
@@ -483,12 +525,11 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool) {
   if (is_tpu(dst) && !is_tpu(src)) {
     auto host = src.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
     Value* v = nullptr;
-    TORCH_CHECK(g_upload(static_cast<int32_t>(dst.scalar_type()), host.numel(), host.data_ptr(),
-                         host.nbytes(), &v, &r, &fail) == OK,
+    TORCH_CHECK(g_upload(static_cast<int32_t>(dst.scalar_type()), host.dim(), host.sizes().data(),
+                         host.data_ptr(), host.nbytes(), &v, &r, &fail) == OK,
                 r.error);
     Cell* c = cell_of(dst);
-    if (c->value == nullptr && dst.is_contiguous() && dst.storage_offset() == 0 &&
-        static_cast<size_t>(dst.nbytes()) == dst.storage().nbytes()) {
+    if (c->value == nullptr && covers_storage(dst)) {
       c->value = v;  // the whole storage: no zeros first
       return dst;
     }
@@ -512,6 +553,32 @@ at::Tensor copy_from_and_resize(const at::Tensor& src, const at::Tensor& dst) {
   if (dst.sizes() != src.sizes()) resize_to(dst, src.sizes());
   return copy_from(src, dst, false);
 }
+
+// `fill_` of a tensor that covers its storage (what `ones`, `zeros_like`, `full` and autograd's
+// initial gradient do after `empty`) gets a new value uploaded, not a program: on the CPU
+// plugin a program that small runs on the calling thread, after whatever the device is still
+// running (measured: a 1-element fill waited 2.6 ms for a training step's forward program).
+at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
+  if (covers_storage(self) && self.numel() > 0) {
+    auto host = at::full(self.sizes(), value, self.options().device(c10::kCPU));
+    Value* v = nullptr;
+    Results r;
+    TORCH_CHECK(g_upload(static_cast<int32_t>(self.scalar_type()), host.dim(),
+                         host.sizes().data(), host.data_ptr(), host.nbytes(), &v, &r,
+                         &fail) == OK,
+                r.error);
+    Cell* c = cell_of(self);
+    if (c->value != nullptr) g_release(c->value);
+    c->value = v;
+    return self;
+  }
+  static auto fill = c10::Dispatcher::singleton().findSchemaOrThrow("aten::fill_", "Scalar");
+  torch::jit::Stack stack{self, value};
+  tpu_fallback(fill, &stack);
+  return self;
+}
+
+at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
@@ -555,26 +622,46 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
   void synchronizeStream(const c10::Stream&) const override {}
 };
 
-// Structured ops (`add.Tensor`, `mul_`, ...) have a default kernel for every backend that
-// computes the result's metadata with a TensorIterator, allocates it, and calls the `out=`
-// overload; the boxed kernel is registered for each of them directly (unless it has a kernel
-// of its own below), so that the runtime gets the op itself (`add.Tensor`, not `add.out` into
-// an empty tensor).
+// Ops whose kernel for every backend is a composite get the boxed kernel registered directly
+// (unless they have a kernel of their own below), so that the runtime gets the op itself:
+// - structured ops (`add.Tensor`, `mul_`): their default kernel computes the result's
+//   metadata with a TensorIterator, allocates it and calls the `out=` overload;
+// - composites of ops Tessera lowers (`convolution`: its composite calls
+//   `convolution_overrideable` off CPU and CUDA), except views (torch's strided composites
+//   keep the aliasing) and ops taking a device (moves and factories keep torch's kernels).
 std::vector<std::unique_ptr<torch::Library>> g_libraries;
 
-void register_structured_ops() {
+bool takes_the_op_itself(const c10::OperatorHandle& op, const std::string& name) {
+  using c10::DispatchKey;
+  // Copies take a source on any device (their composites reach `_copy_from`).
+  if (name == "aten::copy_" || name == "aten::copy") return false;
+  if (op.hasKernelForDispatchKey(DispatchKey::PrivateUse1)) return false;
+  if (op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutogradNonFunctional)) return true;
+  if (!op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd) ||
+      !g_has_op(name.c_str()))
+    return false;
+  const auto& schema = op.schema();
+  for (const auto& r : schema.returns()) {
+    if (r.alias_info() != nullptr && !r.alias_info()->isWrite()) return false;
+  }
+  for (const auto& a : schema.arguments()) {
+    if (kind_of(a) == c10::TypeKind::DeviceObjType) return false;
+  }
+  return true;
+}
+
+void register_direct_ops() {
   auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                               c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   auto& d = c10::Dispatcher::singleton();
   for (const auto& name : d.getAllOpNames()) {
     if (name.name.rfind("aten::", 0) != 0) continue;
     auto op = d.findOp(name);
-    if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional))
-      continue;
-    std::string full = name.name.substr(6);
+    std::string full = name.name;
     if (!name.overload_name.empty()) full += "." + name.overload_name;
-    lib->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+    if (!op || !takes_the_op_itself(*op, full)) continue;
+    lib->impl(full.substr(6).c_str(),
+              torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
   }
   g_libraries.push_back(std::move(lib));
 }
@@ -595,24 +682,55 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", &copy_from);
   m.impl("_copy_from_and_resize", &copy_from_and_resize);
   m.impl("_local_scalar_dense", &local_scalar_dense);
+  m.impl("fill_.Scalar", &fill_scalar);
+  m.impl("zero_", &zero_);
   m.impl("resize_", &resize_);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_calls", [](uintptr_t call, uintptr_t upload, uintptr_t read, uintptr_t write,
-                        uintptr_t release, uintptr_t autograd_thread) {
+                        uintptr_t release, uintptr_t autograd_thread, uintptr_t has_op,
+                        uintptr_t value) {
     g_call = reinterpret_cast<Call>(call);
     g_upload = reinterpret_cast<Upload>(upload);
     g_read = reinterpret_cast<Read>(read);
     g_write = reinterpret_cast<Write>(write);
     g_release = reinterpret_cast<Release>(release);
     g_autograd_thread = reinterpret_cast<AutogradThread>(autograd_thread);
+    g_has_op = reinterpret_cast<HasOp>(has_op);
+    g_value = reinterpret_cast<ValueOf>(value);
     static c10::impl::DeviceGuardImplRegistrar guard(c10::DeviceType::PrivateUse1, new Guard());
-    static bool registered = (register_structured_ops(), true);
+    // Storages torch makes for the device by itself (not through the kernels below) are cells
+    // too.
+    c10::SetAllocator(c10::DeviceType::PrivateUse1, &g_alloc);
+    static bool registered = (register_direct_ops(), true);
     (void)registered;
+  });
+  // torch.compile's programs: a device tensor's value (raw, for `_native.eager_from_raw`), and
+  // a new device tensor over a raw value (from `_native.eager_into_raw`).
+  m.def("value", [](const at::Tensor& t) {
+    TORCH_CHECK(is_tpu(t), "tpu: expected a device tensor, got one on ", t.device());
+    DevArg a = tensor_arg(t);
+    Value* v = nullptr;
+    Results r;
+    TORCH_CHECK(g_value(&a, &v, &r, &fail) == OK, r.error);
+    return reinterpret_cast<uintptr_t>(v);
+  });
+  m.def("wrap", [](uintptr_t value, int32_t dtype, std::vector<int64_t> dims) {
+    return wrap(reinterpret_cast<Value*>(value), dtype, dims);
   });
   m.def("fallbacks", [] {
     std::lock_guard<std::mutex> lock(g_fallback_lock);
     return fallback_counts();
+  });
+  m.def("ops", [] { return g_ops.load(); });
+  m.def("reset_counts", [] {
+    std::lock_guard<std::mutex> lock(g_fallback_lock);
+    fallback_counts().clear();
+    g_ops = 0;
+  });
+  m.def("reset_warnings", [] {
+    std::lock_guard<std::mutex> lock(g_fallback_lock);
+    fallback_warned().clear();
   });
 }

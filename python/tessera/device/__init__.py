@@ -108,9 +108,12 @@ def metrics():
     mode, this thread)."""
     stats = _native.eager_stats()
     counts = _tensor._counts
+    fallbacks = dict(_dispatch._fallbacks)
+    for op, n in (CPP.fallbacks() if CPP is not None else {}).items():
+        fallbacks[op] = fallbacks.get(op, 0) + n
     return {
-        "fallbacks": dict(_dispatch._fallbacks),
-        "ops": counts["ops"],
+        "fallbacks": fallbacks,
+        "ops": counts["ops"] + (CPP.ops() if CPP is not None else 0),
         "device_ops": counts["device_ops"],
         "compiles": sum(m["compiles"] for m in stats.values()) + counts["autograd_compiles"],
         "transfers": {"to_device": counts["to_device"], "to_host": counts["to_host"]},
@@ -122,11 +125,15 @@ def reset_metrics():
     _dispatch._fallbacks.clear()
     _tensor._counts.clear()
     _native.eager_reset_stats()
+    if CPP is not None:
+        CPP.reset_counts()
 
 
 def reset_warnings():
     """Warn again for ops that already fell back (tests)."""
     _dispatch._warned.clear()
+    if CPP is not None:
+        CPP.reset_warnings()
 
 
 def _register_factories():
@@ -175,8 +182,9 @@ def _dispatch_in_cpp():
     (`TESSERA_TORCH_DISPATCH=cpp`, csrc/device.cpp): then the C++ extension registers the
     device's kernels (factories, copies, torch's strided views, and one boxed kernel for every
     other op) instead of `_register_factories`. Its ops cost what the eager runtime does, not
-    torch's Python dispatch; it does not yet run under torch.compile, set `metrics()["ops"]`,
-    or run the backward's deferred ops on the caller's thread (see the note of issue 13)."""
+    torch's Python dispatch (see the note of issue 13); torch.compile runs on its tensors
+    (tessera/compile.py); `metrics()` counts its ops and fallbacks. Not yet: random ops
+    drawing from torch's CPU generator (they draw from the eager runtime's)."""
     import os
 
     choice = os.environ.get("TESSERA_TORCH_DISPATCH", "python")

@@ -4,6 +4,7 @@ tensors, every op through the C++ boxed kernel into the eager runtime, checked a
 CPU on seeded random inputs (float32: rtol/atol 1e-5 per op, 1e-4 after a training step).
 Prints one `ok <check>` line per check; any failure raises."""
 
+import copy
 import sys
 import warnings
 
@@ -89,6 +90,10 @@ out = torch.empty(0, device=TPU)
 torch.abs(dx, out=out)
 close(out, x.abs())
 assert dx[0, 0].item() == x[0, 0].item()
+torch.manual_seed(7)  # random ops draw from torch's CPU generator, as on the CPU
+drawn = torch.randn(4, 5, device=TPU)
+torch.manual_seed(7)
+close(drawn, torch.randn(4, 5))
 ok("copies")
 
 # Autograd on the device, then an AdamW step.
@@ -117,6 +122,36 @@ for p, q in zip(dev.parameters(), cpu.parameters()):
     close(p.detach(), q.detach(), 1e-4)
 ok("autograd and AdamW")
 
+# torch.compile on the device: the forward and the backward each one program, reading the
+# device tensors' values; results and gradients stay on the device.
+from tessera import compile as tc  # noqa: E402
+
+tc.register()
+
+
+def compiled_step_matches(model, inputs, device):
+    """Two compiled training steps of `model` (a copy of `cpu`) match `cpu`'s; the result and
+    the gradients are on `device`."""
+    compiled = torch.compile(model, backend="tessera")
+    for _ in range(2):
+        model.zero_grad()
+        cpu.zero_grad()
+        got = compiled(inputs)
+        got.square().mean().backward()
+        cpu(x).square().mean().backward()
+        assert got.device.type == device and all(p.grad.device.type == device for p in model.parameters())
+        torch.testing.assert_close(got.cpu(), cpu(x), rtol=1e-4, atol=1e-4)
+        for p, q in zip(model.parameters(), cpu.parameters()):
+            torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-4)
+
+
+compiled_step_matches(dev, dx, TPU)
+assert tc.report()["programs_traced"] == 2 and not tc.report()["fallbacks"], tc.report()
+# The same class compiled on CPU tensors: what the forward saves for the backward stays on
+# the device, results and gradients come back to the CPU.
+compiled_step_matches(copy.deepcopy(cpu), x, "cpu")
+ok("compiled")
+
 # An op Tessera does not lower runs on torch CPU: warned once, counted.
 with warnings.catch_warnings(record=True) as seen:
     warnings.simplefilter("always")
@@ -124,7 +159,10 @@ with warnings.catch_warnings(record=True) as seen:
     close(torch.special.zeta(dy.abs() + 2, dx.abs() + 1), torch.special.zeta(y.abs() + 2, x.abs() + 1))
 said = [str(m.message) for m in seen if "special_zeta" in str(m.message)]
 assert len(said) == 1 and "runs on torch CPU" in said[0], said
-assert td.CPP.fallbacks().get("aten::special_zeta") == 2, td.CPP.fallbacks()
+assert tt.metrics()["fallbacks"].get("special_zeta") == 2, tt.metrics()["fallbacks"]
+assert tt.metrics()["ops"] > 100, tt.metrics()["ops"]
+tt.reset_metrics()
+assert "special_zeta" not in tt.metrics()["fallbacks"] and tt.metrics()["ops"] == 0
 ok("fallback")
 
 # Bad input: PyTorch's errors.
