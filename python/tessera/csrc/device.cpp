@@ -22,6 +22,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -278,9 +279,41 @@ struct Holder {
   std::vector<at::Tensor> uploads;
 };
 
+// Runs runtime op `name` on device tensor `t` alone (read through its sizes, strides and
+// offset; a conjugate or negative bit is not looked at) and returns its one result.
+at::Tensor run_unary(const char* name, const at::Tensor& t) {
+  DevArg a = tensor_arg(t);
+  uint8_t written = 0;
+  Results r;
+  TORCH_CHECK(g_call(name, 1, &a, &written, &r, &emit, &fail) == OK, r.error);
+  TORCH_CHECK(r.outs.size() == 1 && r.outs[0].kind == TENSOR, "tpu: ", name,
+              " gave no tensor");
+  Out& o = r.outs[0];
+  auto out = wrap(o.value, o.dtype, o.dims);
+  o.value = nullptr;
+  return out;
+}
+
+// Whether `t` is one of torch's lazy views (`conj()` of a complex tensor, the negative view
+// `conj().imag` makes): its storage holds the values before conjugation or negation, and
+// torch lets such tensors reach backend kernels (copies, matmuls).
+bool has_lazy_bits(const at::Tensor& t) { return t.is_conj() || t.is_neg(); }
+
+// The values device tensor `t` reads, its lazy bits applied, as a plain device tensor.
+at::Tensor resolved(const at::Tensor& t) {
+  at::Tensor out = t;
+  if (t.is_conj()) out = run_unary("aten::conj_physical", out);
+  if (t.is_neg()) out = run_unary("aten::neg", out);
+  return out;
+}
+
 // A tensor argument; a CPU tensor only where torch takes one with device tensors (a 0-dim
-// scalar; the indices of `index`), uploaded.
+// scalar; the indices of `index`), uploaded. A lazy view is read resolved.
 DevArg tensor_or_upload(const at::Tensor& t, const std::string& name, Holder& h) {
+  if (is_tpu(t) && has_lazy_bits(t)) {
+    h.uploads.push_back(resolved(t));
+    return tensor_arg(h.uploads.back());
+  }
   if (is_tpu(t)) return tensor_arg(t);
   TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || cpu_indices_ok(name)),
               "Expected all tensors to be on the same device, but found at least two devices, ",
@@ -428,6 +461,10 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (specs[i].kwarg_only() ? at_default(i) : i >= given) continue;
     DevArg& a = args[m];
     written[m] = specs[i].alias_info() != nullptr && specs[i].alias_info()->isWrite();
+    const auto& v = (*stack)[base + i];
+    TORCH_CHECK(!written[m] || !v.isTensor() || !has_lazy_bits(v.toTensor()), "tpu: ", name,
+                " writes into a conjugate or negative view; resolve_conj()/resolve_neg() it "
+                "first");
     if (specs[i].kwarg_only()) a.name = specs[i].name().c_str();
     if (!convert((*stack)[base + i], specs[i], name, a, h)) {
       return run_on_cpu(op, stack, "an argument Tessera does not take");
@@ -519,11 +556,26 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 }
 
 // `dst.copy_(src)` where either is on the device.
-at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool) {
-  if (dst.numel() == 0) return dst;
+// Lazy bits (`has_lazy_bits`): torch's copy_ leaves them to this kernel for a device it does
+// not know, so a source is read resolved and a destination with bits stores the values that
+// read back as the source's.
+at::Tensor copy_from(const at::Tensor& src_, const at::Tensor& dst_, bool) {
+  if (dst_.numel() == 0) return dst_;
+  at::Tensor src = src_, dst = dst_;
+  if (is_tpu(dst) && has_lazy_bits(dst)) {
+    if (dst.is_conj()) {
+      src = src.conj();
+      dst = dst.conj();
+    }
+    if (dst.is_neg()) {
+      src = src.neg();
+      dst = dst._neg_view();
+    }
+  }
   Results r;
   if (is_tpu(dst) && !is_tpu(src)) {
-    auto host = src.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    auto host = src.to(dst.scalar_type()).resolve_conj().resolve_neg();
+    host = host.expand(dst.sizes()).contiguous();
     Value* v = nullptr;
     TORCH_CHECK(g_upload(static_cast<int32_t>(dst.scalar_type()), host.dim(), host.sizes().data(),
                          host.data_ptr(), host.nbytes(), &v, &r, &fail) == OK,
@@ -539,6 +591,8 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool) {
     auto host = at::empty(src.sizes(), src.options().device(c10::kCPU));
     DevArg a = tensor_arg(src);
     TORCH_CHECK(g_read(&a, host.data_ptr(), host.nbytes(), &r, &fail) == OK, r.error);
+    if (src.is_conj()) host = host.conj();  // raw storage values: the bits apply on the host
+    if (src.is_neg()) host = host._neg_view();
     dst.copy_(host);
   } else {
     // Both on the device: the runtime's `copy_` (dtype conversion, broadcasting).
@@ -546,7 +600,15 @@ at::Tensor copy_from(const at::Tensor& src, const at::Tensor& dst, bool) {
     torch::jit::Stack stack{dst, src, false};
     tpu_fallback(copy, &stack);
   }
-  return dst;
+  return dst_;
+}
+
+// `copy_` itself, not torch's composite: that one passes `_copy_from` through torch's
+// conjugate fallback, which hands it a resolved clone of a conjugate destination (the write
+// would be lost); here the lazy bits of both sides arrive as they are.
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  if (!self.is_same(src)) copy_from(src, self, non_blocking);
+  return self;
 }
 
 at::Tensor copy_from_and_resize(const at::Tensor& src, const at::Tensor& dst) {
@@ -622,6 +684,20 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
   void synchronizeStream(const c10::Stream&) const override {}
 };
 
+// Whether `from`'s data may be given to `self` in place (`param.data = t`): as torch answers
+// for CPU and CUDA, plain tensors of the CPU and this device are compatible, so that
+// `model.to("tpu")` keeps each parameter's identity (optimizers built before the move, tied
+// weights) instead of replacing it with a new Parameter.
+bool compatible_shallow_copy(const at::Tensor& self, const at::Tensor& from) {
+  auto plain = [](const at::Tensor& t) {
+    return typeid(*t.unsafeGetTensorImpl()) == typeid(c10::TensorImpl) &&
+           t.layout() == c10::kStrided && (t.device().is_cpu() || is_tpu(t)) &&
+           !t.key_set().has(c10::DispatchKey::Python);
+  };
+  return (plain(self) && plain(from)) ||
+         self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 // Ops whose kernel for every backend is a composite get the boxed kernel registered directly
 // (unless they have a kernel of their own below), so that the runtime gets the op itself:
 // - structured ops (`add.Tensor`, `mul_`): their default kernel computes the result's
@@ -679,12 +755,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", &at::native::view);
   m.impl("_reshape_alias", &at::native::_reshape_alias);
   m.impl("unfold", &at::native::unfold);
+  m.impl("copy_", &copy_);
   m.impl("_copy_from", &copy_from);
   m.impl("_copy_from_and_resize", &copy_from_and_resize);
   m.impl("_local_scalar_dense", &local_scalar_dense);
   m.impl("fill_.Scalar", &fill_scalar);
   m.impl("zero_", &zero_);
   m.impl("resize_", &resize_);
+  m.impl("_has_compatible_shallow_copy_type", &compatible_shallow_copy);
+}
+
+// Autograd's key comes first for tensors outside inference mode.
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", &compatible_shallow_copy);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

@@ -109,12 +109,15 @@ def metrics():
     stats = _native.eager_stats()
     counts = _tensor._counts
     fallbacks = dict(_dispatch._fallbacks)
-    for op, n in (CPP.fallbacks() if CPP is not None else {}).items():
+    cpp_fallbacks = CPP.fallbacks() if CPP is not None else {}
+    for op, n in cpp_fallbacks.items():
         fallbacks[op] = fallbacks.get(op, 0) + n
+    # The C++ dispatch: every op it dispatched ran on the device unless it fell back.
+    cpp_ops = CPP.ops() if CPP is not None else 0
     return {
         "fallbacks": fallbacks,
-        "ops": counts["ops"] + (CPP.ops() if CPP is not None else 0),
-        "device_ops": counts["device_ops"],
+        "ops": counts["ops"] + cpp_ops,
+        "device_ops": counts["device_ops"] + cpp_ops - sum(cpp_fallbacks.values()),
         "compiles": sum(m["compiles"] for m in stats.values()) + counts["autograd_compiles"],
         "transfers": {"to_device": counts["to_device"], "to_host": counts["to_host"]},
         "eager": stats,
@@ -183,8 +186,8 @@ def _dispatch_in_cpp():
     device's kernels (factories, copies, torch's strided views, and one boxed kernel for every
     other op) instead of `_register_factories`. Its ops cost what the eager runtime does, not
     torch's Python dispatch (see the note of issue 13); torch.compile runs on its tensors
-    (tessera/compile.py); `metrics()` counts its ops and fallbacks. Not yet: random ops
-    drawing from torch's CPU generator (they draw from the eager runtime's)."""
+    (tessera/compile.py); `metrics()` counts its ops and fallbacks; random ops draw from
+    torch's CPU generator (through the CPU fallback)."""
     import os
 
     choice = os.environ.get("TESSERA_TORCH_DISPATCH", "python")
@@ -201,7 +204,29 @@ def _load_cpp_dispatch():
     return m
 
 
+def _print_from_host():
+    """Printing a C++-dispatched device tensor formats a host copy (one transfer), as torch
+    does for its xla and lazy devices; torch would otherwise format the device tensor itself
+    with a dozen small device ops and a CPU fallback (`masked_select`). The text keeps torch's
+    suffixes (device, dtype, grad_fn). (The Python device's TpuTensor has its own __repr__.)"""
+    import torch._tensor_str as tensor_str
+
+    plain = tensor_str._str
+
+    def _str(self, *, tensor_contents=None):
+        if (tensor_contents is None and self.device.type == "tpu"
+                and self.layout == torch.strided and self.numel() > 0):
+            with torch.no_grad():
+                host = self.detach().to("cpu")
+            tensor_contents = tensor_str._tensor_str(host, len("tensor("))
+        return plain(self, tensor_contents=tensor_contents)
+
+    tensor_str._str = _str
+
+
 CPP = _load_cpp_dispatch() if _dispatch_in_cpp() else None
+if CPP is not None:
+    _print_from_host()
 _LIB = _register_factories() if CPP is None else None
 _RNN_LIB = _register_rnns()
 _patch_autograd()
