@@ -146,6 +146,17 @@ unsafe fn covers_storage(a: &DevArg, numel: usize) -> bool {
     a.i == 0 && sizes.iter().product::<i64>() == numel as i64
 }
 
+/// A storage's value as one row-major dimension (what strided reads and writes index).
+fn flat(value: &Tensor) -> Res<Tensor> {
+    if value.dim() == 1 {
+        return Ok(value.clone());
+    }
+    call1(
+        "aten::view",
+        vec![ArgValue::Tensor(value.clone()), ArgValue::IntList(vec![-1])],
+    )
+}
+
 /// The eager value tensor argument `a` reads: its storage's value, reshaped or viewed.
 unsafe fn read(a: &DevArg) -> Res<Tensor> {
     let value = a
@@ -166,18 +177,10 @@ unsafe fn read(a: &DevArg) -> Res<Tensor> {
             ],
         );
     }
-    let flat = if stored.len() == 1 {
-        value.clone()
-    } else {
-        call1(
-            "aten::view",
-            vec![ArgValue::Tensor(value.clone()), ArgValue::IntList(vec![-1])],
-        )?
-    };
     call1(
         "aten::as_strided",
         vec![
-            ArgValue::Tensor(flat),
+            ArgValue::Tensor(flat(value)?),
             ArgValue::IntList(slice(a.ints, a.len).to_vec()),
             ArgValue::IntList(slice(a.strides, a.len).to_vec()),
             ArgValue::Int(a.i),
@@ -208,14 +211,7 @@ unsafe fn write(a: &DevArg, src: Tensor) -> Res<()> {
     }
     let n = positions.len();
     let index = Tensor::from_host(&HostTensor::from_vec(vec![n], positions))?;
-    let flat = if value.dim() == 1 {
-        value.clone()
-    } else {
-        call1(
-            "aten::view",
-            vec![ArgValue::Tensor(value.clone()), ArgValue::IntList(vec![-1])],
-        )?
-    };
+    let flat = flat(value)?;
     let src = call1(
         "aten::reshape",
         vec![ArgValue::Tensor(src), ArgValue::IntList(vec![-1])],
@@ -287,6 +283,20 @@ unsafe fn emit_tensor(emit: Emit, ctx: *mut c_void, t: Tensor) {
     );
 }
 
+/// Hands a result that is not a tensor to `emit`: `kind` with its `i` or `f`.
+unsafe fn emit_scalar(emit: Emit, ctx: *mut c_void, kind: i32, i: i64, f: f64) {
+    emit(
+        ctx,
+        kind,
+        std::ptr::null_mut(),
+        0,
+        0,
+        std::ptr::null(),
+        i,
+        f,
+    );
+}
+
 /// Runs `run`, reporting a failure through `fail`; a panic is an error, not an unwind into C++.
 unsafe fn guarded(fail: Fail, ctx: *mut c_void, run: impl FnOnce() -> Res<()>) -> i32 {
     let (code, msg) = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
@@ -351,60 +361,15 @@ pub unsafe extern "C" fn tessera_device_call(
             match o {
                 Output::Tensor(t) => emit_tensor(emit, ctx, t),
                 Output::Tensors(ts) => {
-                    emit(
-                        ctx,
-                        OUT_LIST,
-                        std::ptr::null_mut(),
-                        0,
-                        0,
-                        std::ptr::null(),
-                        ts.len() as i64,
-                        0.0,
-                    );
+                    emit_scalar(emit, ctx, OUT_LIST, ts.len() as i64, 0.0);
                     for t in ts {
                         emit_tensor(emit, ctx, t);
                     }
                 }
-                Output::Int(i) => emit(
-                    ctx,
-                    ARG_INT,
-                    std::ptr::null_mut(),
-                    0,
-                    0,
-                    std::ptr::null(),
-                    i,
-                    0.0,
-                ),
-                Output::Bool(b) => emit(
-                    ctx,
-                    ARG_BOOL,
-                    std::ptr::null_mut(),
-                    0,
-                    0,
-                    std::ptr::null(),
-                    b as i64,
-                    0.0,
-                ),
-                Output::Float(x) => emit(
-                    ctx,
-                    ARG_FLOAT,
-                    std::ptr::null_mut(),
-                    0,
-                    0,
-                    std::ptr::null(),
-                    0,
-                    x,
-                ),
-                Output::None => emit(
-                    ctx,
-                    ARG_NONE,
-                    std::ptr::null_mut(),
-                    0,
-                    0,
-                    std::ptr::null(),
-                    0,
-                    0.0,
-                ),
+                Output::Int(i) => emit_scalar(emit, ctx, ARG_INT, i, 0.0),
+                Output::Bool(b) => emit_scalar(emit, ctx, ARG_BOOL, b as i64, 0.0),
+                Output::Float(x) => emit_scalar(emit, ctx, ARG_FLOAT, 0, x),
+                Output::None => emit_scalar(emit, ctx, ARG_NONE, 0, 0.0),
             }
         }
         Ok(())

@@ -19,7 +19,7 @@ import torch
 from . import _native
 from .device.dispatch import _COMPLEX_SCALAR_AS_TENSOR, KERNEL_OPS, _count_fallback
 from .device.tensor import _contiguous_strides, _ref_meta, _Storage, _value_of_meta, _wrap
-from .device import CPP
+from .device import CPP, _eager_value, _from_eager
 from .device.backend import NAME as _TPU
 from .device.dispatch import _native_arg as _device_arg
 from .ops import _DTYPES, _TORCH_DTYPES
@@ -53,7 +53,7 @@ def _native_arg(v):
         return _upload(v)
     if isinstance(v, torch.Tensor) and CPP is not None and v.device.type == _TPU:
         # A device tensor of the C++ dispatch (a plain PrivateUse1 tensor): its value.
-        return _native.eager_from_raw(CPP.value(v))
+        return _eager_value(v)
     if isinstance(v, (list, tuple)):
         return [_native_arg(x) for x in v]
     return _device_arg(v)
@@ -281,7 +281,8 @@ class _Program:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         outs = fn([_native_arg(a) for a in tensors])
         take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
-                "program": lambda k, d: _download(outs[k]), "saved": lambda k, d: _device(outs[k])}
+                "program": lambda k, d: _download(outs[k]),
+                "saved": lambda k, d: _from_eager(outs[k])}
         if any(a.is_meta for a in tensors):
             # Traced from tpu tensors (their inner meta tensors are the inputs): every result
             # stays on the device. One AOTAutograd wraps in a tpu tensor (traced as the inner
@@ -296,17 +297,10 @@ class _Program:
         elif CPP is not None:
             # Under the C++ dispatch device tensors are plain PrivateUse1 tensors: a result
             # traced on the device is made one over the program's value.
-            take["program"] = lambda k, d: _device(outs[k]) if d == _TPU else _download(outs[k])
+            take["program"] = lambda k, d: _from_eager(outs[k]) if d == _TPU else _download(outs[k])
         res = [take[p[0]](*p[1:]) for p in plan]
         args.clear()  # boxed calling convention: the caller's list is ours to free
         return res
-
-
-def _device(e):
-    """Eager value `e` as a tpu tensor of the device's dispatch (Python or C++)."""
-    if CPP is not None:
-        return CPP.wrap(*_native.eager_into_raw(e))
-    return _wrap(e)
 
 
 def _traced_device(node):

@@ -58,18 +58,6 @@ def interleaved_medians(runs, iters, warmup=2):
     return {k: statistics.median(v) for k, v in rounds.items()}
 
 
-def device_value(t):
-    """Device tensor `t`'s eager value, under either dispatch (TESSERA_TORCH_DISPATCH)."""
-    from tessera import _native
-    from tessera.device import CPP
-
-    if CPP is not None:
-        return _native.eager_from_raw(CPP.value(t))
-    from tessera.device.tensor import _value
-
-    return _value(t)
-
-
 class Block(torch.nn.Module):
     def __init__(self, d, heads):
         super().__init__()
@@ -151,6 +139,7 @@ def training(args):
     # The model on the tpu device, compiled: weights, activations and gradients stay there;
     # each step waits for its gradients, as the JAX step does.
     import tessera.torch as tt
+    from tessera.device import _eager_value
 
     on_device = torch.nn.Sequential(Block(args.d, 4), Block(args.d, 4))
     on_device.load_state_dict(model.state_dict())
@@ -165,7 +154,7 @@ def training(args):
             loss.backward()
             tt.sync()
             for p in on_device.parameters():
-                device_value(p.grad).wait()
+                _eager_value(p.grad).wait()
             return loss.item()
         return run
 

@@ -191,6 +191,24 @@ DevArg tensor_arg(const at::Tensor& t) {
   return a;
 }
 
+// A new value holding host tensor `host` (contiguous, of the device tensor's dtype).
+Value* upload(const at::Tensor& host) {
+  Value* v = nullptr;
+  Results r;
+  TORCH_CHECK(g_upload(static_cast<int32_t>(host.scalar_type()), host.dim(), host.sizes().data(),
+                       host.data_ptr(), host.nbytes(), &v, &r, &fail) == OK,
+              r.error);
+  return v;
+}
+
+// Device tensor `t`'s elements (read through its metadata, row-major) into contiguous host
+// tensor `host` of its sizes and dtype: a sync point.
+void read_into(const at::Tensor& t, const at::Tensor& host) {
+  Results r;
+  DevArg a = tensor_arg(t);
+  TORCH_CHECK(g_read(&a, host.data_ptr(), host.nbytes(), &r, &fail) == OK, r.error);
+}
+
 // A new device tensor over `value` (contiguous, of `dims`).
 at::Tensor wrap(Value* value, int32_t dtype, c10::IntArrayRef dims) {
   auto type = static_cast<c10::ScalarType>(dtype);
@@ -325,7 +343,10 @@ DevArg tensor_or_upload(const at::Tensor& t, const std::string& name, Holder& h)
 // Gives `self` the sizes `size` (contiguous); a storage too small is replaced by a new one
 // when `self` holds nothing yet (an `out=` tensor of torch's CPU fallback, `empty(0)`).
 void resize_to(const at::Tensor& self, c10::IntArrayRef size) {
-  size_t nbytes = c10::multiply_integers(size) * self.element_size();
+  // torch's checks: no negative size, no byte count that overflows (from the storage offset).
+  at::detail::check_size_nonnegative(size);
+  size_t nbytes = at::detail::computeStorageNbytesContiguous(size, self.element_size(),
+                                                             self.storage_offset());
   auto* impl = self.unsafeGetTensorImpl();
   if (nbytes > self.storage().nbytes()) {
     TORCH_CHECK(self.numel() == 0, "tpu: a device tensor is not resized beyond its storage (",
@@ -572,25 +593,20 @@ at::Tensor copy_from(const at::Tensor& src_, const at::Tensor& dst_, bool) {
       dst = dst._neg_view();
     }
   }
-  Results r;
   if (is_tpu(dst) && !is_tpu(src)) {
     auto host = src.to(dst.scalar_type()).resolve_conj().resolve_neg();
-    host = host.expand(dst.sizes()).contiguous();
-    Value* v = nullptr;
-    TORCH_CHECK(g_upload(static_cast<int32_t>(dst.scalar_type()), host.dim(), host.sizes().data(),
-                         host.data_ptr(), host.nbytes(), &v, &r, &fail) == OK,
-                r.error);
+    Value* v = upload(host.expand(dst.sizes()).contiguous());
     Cell* c = cell_of(dst);
     if (c->value == nullptr && covers_storage(dst)) {
       c->value = v;  // the whole storage: no zeros first
-      return dst;
+      return dst_;
     }
+    Results r;
     DevArg a = tensor_arg(dst);
     TORCH_CHECK(g_write(&a, v, &r, &fail) == OK, r.error);
   } else if (is_tpu(src) && !is_tpu(dst)) {
     auto host = at::empty(src.sizes(), src.options().device(c10::kCPU));
-    DevArg a = tensor_arg(src);
-    TORCH_CHECK(g_read(&a, host.data_ptr(), host.nbytes(), &r, &fail) == OK, r.error);
+    read_into(src, host);
     if (src.is_conj()) host = host.conj();  // raw storage values: the bits apply on the host
     if (src.is_neg()) host = host._neg_view();
     dst.copy_(host);
@@ -622,13 +638,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& src, const at::Tensor& dst) {
 // running (measured: a 1-element fill waited 2.6 ms for a training step's forward program).
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
   if (covers_storage(self) && self.numel() > 0) {
-    auto host = at::full(self.sizes(), value, self.options().device(c10::kCPU));
-    Value* v = nullptr;
-    Results r;
-    TORCH_CHECK(g_upload(static_cast<int32_t>(self.scalar_type()), host.dim(),
-                         host.sizes().data(), host.data_ptr(), host.nbytes(), &v, &r,
-                         &fail) == OK,
-                r.error);
+    Value* v = upload(at::full(self.sizes(), value, self.options().device(c10::kCPU)));
     Cell* c = cell_of(self);
     if (c->value != nullptr) g_release(c->value);
     c->value = v;
@@ -646,9 +656,7 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
   auto host = at::empty({}, self.options().device(c10::kCPU));
-  Results r;
-  DevArg a = tensor_arg(self);
-  TORCH_CHECK(g_read(&a, host.data_ptr(), host.nbytes(), &r, &fail) == OK, r.error);
+  read_into(self, host);
   return host.item();
 }
 
@@ -709,8 +717,8 @@ std::vector<std::unique_ptr<torch::Library>> g_libraries;
 
 bool takes_the_op_itself(const c10::OperatorHandle& op, const std::string& name) {
   using c10::DispatchKey;
-  // Copies take a source on any device (their composites reach `_copy_from`).
-  if (name == "aten::copy_" || name == "aten::copy") return false;
+  // `copy` takes a source on any device (its composite reaches `copy_` below).
+  if (name == "aten::copy") return false;
   if (op.hasKernelForDispatchKey(DispatchKey::PrivateUse1)) return false;
   if (op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutogradNonFunctional)) return true;
   if (!op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd) ||

@@ -42,7 +42,7 @@ import torch
 from .. import _native
 from . import dispatch as _dispatch
 from . import tensor as _tensor
-from .backend import device
+from .backend import NAME, device
 from .tensor import TpuTensor, sync_for_thread
 
 __all__ = ["TpuTensor", "to_device", "metrics", "reset_metrics", "set_mode", "mode", "sync", "device"]
@@ -214,7 +214,7 @@ def _print_from_host():
     plain = tensor_str._str
 
     def _str(self, *, tensor_contents=None):
-        if (tensor_contents is None and self.device.type == "tpu"
+        if (tensor_contents is None and self.device.type == NAME
                 and self.layout == torch.strided and self.numel() > 0):
             with torch.no_grad():
                 host = self.detach().to("cpu")
@@ -227,6 +227,22 @@ def _print_from_host():
 CPP = _load_cpp_dispatch() if _dispatch_in_cpp() else None
 if CPP is not None:
     _print_from_host()
+
+
+def _eager_value(t):
+    """Device tensor `t`'s eager value (an EagerTensor), under either dispatch."""
+    if CPP is not None:
+        return _native.eager_from_raw(CPP.value(t))
+    return _tensor._value(t)
+
+
+def _from_eager(e):
+    """Eager value `e` as a device tensor of this process's dispatch."""
+    if CPP is not None:
+        return CPP.wrap(*_native.eager_into_raw(e))
+    return _tensor._wrap(e)
+
+
 _LIB = _register_factories() if CPP is None else None
 _RNN_LIB = _register_rnns()
 _patch_autograd()

@@ -184,7 +184,8 @@ def compiled_step_matches(model, inputs, device):
         got = compiled(inputs)
         got.square().mean().backward()
         cpu(x).square().mean().backward()
-        assert got.device.type == device and all(p.grad.device.type == device for p in model.parameters())
+        assert got.device.type == device
+        assert all(p.grad.device.type == device for p in model.parameters())
         torch.testing.assert_close(got.cpu(), cpu(x), rtol=1e-4, atol=1e-4)
         for p, q in zip(model.parameters(), cpu.parameters()):
             torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-4)
@@ -200,8 +201,9 @@ ok("compiled")
 # An op Tessera does not lower runs on torch CPU: warned once, counted.
 with warnings.catch_warnings(record=True) as seen:
     warnings.simplefilter("always")
-    close(torch.special.zeta(dx.abs() + 2, dy.abs() + 1), torch.special.zeta(x.abs() + 2, y.abs() + 1))
-    close(torch.special.zeta(dy.abs() + 2, dx.abs() + 1), torch.special.zeta(y.abs() + 2, x.abs() + 1))
+    for (a, b), (da, db) in (((x, y), (dx, dy)), ((y, x), (dy, dx))):
+        close(torch.special.zeta(da.abs() + 2, db.abs() + 1),
+              torch.special.zeta(a.abs() + 2, b.abs() + 1))
 said = [str(m.message) for m in seen if "special_zeta" in str(m.message)]
 assert len(said) == 1 and "runs on torch CPU" in said[0], said
 assert tt.metrics()["fallbacks"].get("special_zeta") == 2, tt.metrics()["fallbacks"]
@@ -222,5 +224,10 @@ try:
     raise AssertionError("complex32 was not refused")
 except TypeError as e:
     assert "not supported by Tessera" in str(e), e
+try:
+    torch.empty(0, device=TPU).resize_(2**62)  # 2**64 bytes: wraps to 0 unless checked
+    raise AssertionError("an overflowing resize was accepted")
+except RuntimeError as e:
+    assert "overflow" in str(e), e
 ok("errors")
 print("mode", tt.mode(), file=sys.stderr)
