@@ -82,5 +82,44 @@ pub(crate) fn lift(rt: &mut Runtime, mut b: Bound<Tensor>) -> Result<Bound<Tenso
             }
         }
     }
+    if matches!(b.schema.name, "addcdiv" | "addcdiv_" | "addcmul" | "addcmul_")
+        && b.schema.overload.is_empty()
+    {
+        return addc(rt, b, d);
+    }
     Ok(b)
+}
+
+/// `addcdiv(self, t1, t2, value=v)` -> `add(self, (t1 * tensor(v)) / t2)` (`addcmul`: `*`),
+/// the order PyTorch's CPU kernel computes in: Adam's step size reaches `addcdiv_` as its
+/// `value` and changes every step.
+fn addc(rt: &mut Runtime, b: Bound<Tensor>, d: DType) -> Result<Bound<Tensor>> {
+    let value = b.schema.args.iter().position(|a| a.name == "value");
+    let Some(ArgValue::Float(v)) = value.map(|i| &b.values[i]) else {
+        return Ok(b);
+    };
+    let (ArgValue::Tensor(s), ArgValue::Tensor(t1), ArgValue::Tensor(t2)) =
+        (&b.values[0], &b.values[1], &b.values[2])
+    else {
+        return Ok(b);
+    };
+    if *v == 1.0 {
+        return Ok(b);
+    }
+    let k = rt.scalar_tensor(d, *v)?;
+    let scaled = rt.call_op(
+        "mul.Tensor",
+        vec![ArgValue::Tensor(t1.clone()), ArgValue::Tensor(k)],
+        false,
+    )?;
+    let combine = if b.schema.name.starts_with("addcdiv") { "div.Tensor" } else { "mul.Tensor" };
+    let r = rt.call_op(
+        combine,
+        vec![ArgValue::Tensor(scaled), ArgValue::Tensor(t2.clone())],
+        false,
+    )?;
+    let add = if b.schema.name.ends_with('_') { "add_.Tensor" } else { "add.Tensor" };
+    let schema = tessera_ops::find(add).expect("add is in the op table");
+    tessera_ops::bind(schema, vec![ArgValue::Tensor(s.clone()), ArgValue::Tensor(r)], Vec::new())
+        .map_err(|e| crate::error::EagerError::op(String::new(), e))
 }

@@ -9,10 +9,31 @@
 //! through). Results are handed to the C++ side through a callback, errors through another.
 
 use crate::eager::EagerTensor;
+use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use tessera_eager::{ArgValue, EagerError, Output, Tensor};
 use tessera_lowering::{DType, HostTensor};
 use tessera_ops::OpError;
+
+/// `metrics()["transfers"]` of the C++ dispatch: host tensors uploaded, device tensors read.
+static TO_DEVICE: AtomicU64 = AtomicU64::new(0);
+static TO_HOST: AtomicU64 = AtomicU64::new(0);
+/// Programs compiled on autograd's device thread (the eager runtime counts per thread, and
+/// `metrics()` is read on the caller's).
+static AUTOGRAD_COMPILES: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static ON_AUTOGRAD_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+fn compiles_here() -> u64 {
+    let s = tessera_eager::stats();
+    tessera_eager::EagerMode::ALL
+        .iter()
+        .map(|&m| s.mode(m).compiles)
+        .sum()
+}
 
 /// [`DevArg::kind`]s.
 pub const ARG_NONE: i32 = 0;
@@ -157,8 +178,37 @@ fn flat(value: &Tensor) -> Res<Tensor> {
     )
 }
 
+/// Makes the storage's value of `a`'s dtype. torch views a storage as another dtype in
+/// `view(dtype)`, in its storage copies (`storage.cpu()`, `UntypedStorage.copy_`: as bytes,
+/// what `torch.save` and `copy.deepcopy` do) and in `torch.load`'s rebuild (a tensor set over a
+/// storage filled as bytes): the bytes are reinterpreted through the host (a sync point), and
+/// the storage keeps the dtype it was last used as.
+unsafe fn retype(a: &DevArg) -> Res<()> {
+    let Some(value) = a.value.as_mut() else {
+        return Ok(());
+    };
+    let want = dtype_of(a.dtype)?;
+    if value.dtype() == want {
+        return Ok(());
+    }
+    let bytes = value.to_host()?.bytes().to_vec();
+    if bytes.len() % want.size_bytes() != 0 {
+        return Err(error(format!(
+            "tpu: a storage of {} bytes viewed as {want:?}, whose elements are {} bytes",
+            bytes.len(),
+            want.size_bytes()
+        )));
+    }
+    let shape = vec![bytes.len() / want.size_bytes()];
+    let host = HostTensor::from_bytes(want, shape, bytes)
+        .map_err(|e| error(format!("tpu: retype: {e}")))?;
+    *value = Tensor::from_host(&host)?;
+    Ok(())
+}
+
 /// The eager value tensor argument `a` reads: its storage's value, reshaped or viewed.
 unsafe fn read(a: &DevArg) -> Res<Tensor> {
+    retype(a)?;
     let value = a
         .value
         .as_ref()
@@ -191,6 +241,7 @@ unsafe fn read(a: &DevArg) -> Res<Tensor> {
 /// Makes tensor argument `a` hold `src` (a value of its shape), through its storage: the
 /// storage's value is replaced when `a` covers it, else `src` is scattered into its positions.
 unsafe fn write(a: &DevArg, src: Tensor) -> Res<()> {
+    retype(a)?;
     let value = a
         .value
         .as_mut()
@@ -348,7 +399,14 @@ pub unsafe extern "C" fn tessera_device_call(
                 kw.push((CStr::from_ptr(a.name).to_str().unwrap_or(""), v));
             }
         }
-        let outs = tessera_eager::call(op, pos, kw)?;
+        let outs = if ON_AUTOGRAD_THREAD.get() {
+            let before = compiles_here();
+            let outs = tessera_eager::call(op, pos, kw);
+            AUTOGRAD_COMPILES.fetch_add(compiles_here() - before, Relaxed);
+            outs?
+        } else {
+            tessera_eager::call(op, pos, kw)?
+        };
         // The eager runtime wrote into the values passed: a view of the storage wrote
         // through; a copy is written back.
         for (a, passed) in writes {
@@ -402,6 +460,7 @@ pub unsafe extern "C" fn tessera_device_upload(
         let host = if data.is_null() {
             HostTensor::zeros(dtype, shape)
         } else {
+            TO_DEVICE.fetch_add(1, Relaxed);
             HostTensor::from_bytes(dtype, shape, slice(data, nbytes).to_vec())
                 .map_err(|e| error(format!("tpu: upload: {e}")))?
         };
@@ -423,6 +482,7 @@ pub unsafe extern "C" fn tessera_device_read(
     fail: Fail,
 ) -> i32 {
     guarded(fail, ctx, || {
+        TO_HOST.fetch_add(1, Relaxed);
         let h = read(&*a)?.to_host()?;
         if h.bytes().len() != nbytes {
             return Err(error(format!(
@@ -511,6 +571,7 @@ pub unsafe extern "C" fn tessera_device_release(v: *mut Tensor) {
 #[no_mangle]
 pub extern "C" fn tessera_device_autograd_thread() {
     let _ = std::panic::catch_unwind(|| {
+        ON_AUTOGRAD_THREAD.set(true);
         if tessera_eager::mode() == tessera_eager::EagerMode::DeferAndFuse {
             let _ = tessera_eager::set_mode(tessera_eager::EagerMode::Strict);
         }
@@ -542,4 +603,19 @@ pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize, usi
         tessera_device_has_op as *const () as usize,
         tessera_device_value as *const () as usize,
     )
+}
+
+/// The C++ dispatch's counters: (uploads to the device, reads to the host, programs compiled
+/// on autograd's thread); `reset` zeroes them after reading.
+#[pyo3::pyfunction]
+#[pyo3(signature = (reset = false))]
+pub fn device_counts(reset: bool) -> (u64, u64, u64) {
+    let take = |c: &AtomicU64| {
+        if reset {
+            c.swap(0, Relaxed)
+        } else {
+            c.load(Relaxed)
+        }
+    };
+    (take(&TO_DEVICE), take(&TO_HOST), take(&AUTOGRAD_COMPILES))
 }

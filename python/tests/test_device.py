@@ -535,6 +535,19 @@ def test_gradients_through_complex_ops_on_the_device():
     assert td.metrics()["fallbacks"] == {}
 
 
+def test_python_numbers_promote_as_in_torch():
+    # int * 2.5 is float32, float32 * 1j complex64, float64 * (0.1+0.3j) complex128 at full
+    # precision; a complex number where the runtime takes only real ones (fill_ in rsub's
+    # decomposition) runs on torch CPU, counted.
+    from cpp_dispatch.promotion import check_python_numbers
+
+    td.reset_metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert check_python_numbers("tpu") > 100
+    assert set(td.metrics()["fallbacks"]) <= {"fill_.Scalar"}, td.metrics()["fallbacks"]
+
+
 def test_complex_views_across_dtypes_are_copies():
     # `view_as_real` / `view_as_complex` alias storage in torch; a device storage holds one
     # element type, so on the device they are copies: a write to one is not seen in the other.

@@ -16,6 +16,7 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
+#include <c10/util/strides.h>
 #include <torch/extension.h>
 #include <torch/library.h>
 
@@ -284,13 +285,25 @@ bool cpu_indices_ok(const std::string& name) {
 // Everything the arguments point to while the call runs (reserved for one entry per
 // argument at most, so the pointers into them stay valid).
 struct Holder {
-  explicit Holder(size_t n) : n(n) {}
+  Holder(size_t n, const c10::IValue* stack_args) : n(n), stack_args(stack_args) {}
   template <class T>
   T& add(std::vector<T>& v) {
     if (v.capacity() < n) v.reserve(n);
     return v.emplace_back();
   }
+  // Whether a tensor argument, not a Python number, is float64 or complex128 (how a Python
+  // complex number promotes).
+  bool has_double() const {
+    for (size_t i = 0; i < n; ++i) {
+      if (!stack_args[i].isTensor()) continue;
+      const auto& t = stack_args[i].toTensor();
+      if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) continue;
+      if (t.scalar_type() == c10::kDouble || t.scalar_type() == c10::kComplexDouble) return true;
+    }
+    return false;
+  }
   size_t n;
+  const c10::IValue* stack_args;  // the op's n arguments
   std::vector<std::vector<DevArg>> lists;
   std::vector<std::vector<int64_t>> ints;
   std::vector<std::vector<double>> floats;
@@ -336,7 +349,17 @@ DevArg tensor_or_upload(const at::Tensor& t, const std::string& name, Holder& h)
   TORCH_CHECK(t.device().is_cpu() && (t.dim() == 0 || cpu_indices_ok(name)),
               "Expected all tensors to be on the same device, but found at least two devices, ",
               tpu(), " and ", t.device(), "! (when checking arguments for ", name, ")");
-  h.uploads.push_back(t.to(tpu()));
+  // A Python number is a wrapped 0-dim tensor (int64, float64, complex128) that promotes as
+  // the default dtype of its kind (`int_tensor * 2.5` is float32). The runtime has no wrapped
+  // numbers: a plain 0-dim tensor of that default dtype promotes the same (next to a float64
+  // or complex128 tensor the number keeps its precision: it promotes the same there too).
+  auto type = t.scalar_type();
+  if (t.unsafeGetTensorImpl()->is_wrapped_number() &&
+      (type == c10::kDouble || type == c10::kComplexDouble) && !h.has_double()) {
+    auto d = c10::get_default_dtype_as_scalartype();
+    type = type == c10::kDouble ? d : c10::toComplexType(d);
+  }
+  h.uploads.push_back(t.to(tpu(), type));
   return tensor_arg(h.uploads.back());
 }
 
@@ -453,6 +476,26 @@ void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack, const s
 // ATen ops dispatched here (`metrics()["ops"]`).
 std::atomic<int64_t> g_ops{0};
 
+// Arithmetic `.Scalar` overloads with a Python complex number (`grad * 1j` in the backward of
+// `torch.polar`) run as their `.Tensor` twin with the number as a wrapped number, as torch's
+// Python binding passes it (the runtime's scalars are real); false for any other call.
+bool complex_scalar_as_tensor(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                              size_t base) {
+  const auto& n = op.operator_name();
+  static const std::unordered_set<std::string> arith{
+      "aten::add", "aten::add_", "aten::sub", "aten::sub_",
+      "aten::mul", "aten::mul_", "aten::div", "aten::div_", "aten::rsub"};
+  if (n.overload_name != "Scalar" || !arith.count(n.name)) return false;
+  auto& other = (*stack)[base + 1];
+  if (!other.isComplexDouble()) return false;
+  auto number = at::scalar_to_tensor(other.toScalar());
+  number.unsafeGetTensorImpl()->set_wrapped_number(true);
+  other = number;
+  auto twin = c10::Dispatcher::singleton().findSchemaOrThrow(n.name.c_str(), "Tensor");
+  twin.callBoxed(stack);  // below autograd: nothing is recorded twice
+  return true;
+}
+
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
   const auto& schema = op.schema();
@@ -465,9 +508,10 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   size_t n = specs.size();
   size_t base = stack->size() - n;
+  if (complex_scalar_as_tensor(op, stack, base)) return;
   std::vector<DevArg> args(n);
   std::vector<uint8_t> written(n, 0);
-  Holder h(n);
+  Holder h(n, &(*stack)[base]);
   // Arguments at their defaults are left out, as torch's Python dispatch leaves them out
   // (`alpha=1` of `add`): the runtime then takes the op's plain form.
   auto at_default = [&](size_t i) {
@@ -544,18 +588,19 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
 }
 
+// Dtypes the runtime has no type for, by their Python names (as the Python device says them).
 void check_dtype(c10::ScalarType t) {
+  const char* name = nullptr;
   switch (t) {
-    case c10::ScalarType::ComplexHalf:
-    case c10::ScalarType::QInt8:
-    case c10::ScalarType::QUInt8:
-    case c10::ScalarType::QInt32:
-    case c10::ScalarType::QUInt4x2:
-    case c10::ScalarType::QUInt2x4:
-      TORCH_CHECK_TYPE(false, "tpu: dtype ", t, " is not supported by Tessera");
-    default:
-      break;
+    case c10::ScalarType::ComplexHalf: name = "complex32"; break;
+    case c10::ScalarType::QInt8: name = "qint8"; break;
+    case c10::ScalarType::QUInt8: name = "quint8"; break;
+    case c10::ScalarType::QInt32: name = "qint32"; break;
+    case c10::ScalarType::QUInt4x2: name = "quint4x2"; break;
+    case c10::ScalarType::QUInt2x4: name = "quint2x4"; break;
+    default: return;
   }
+  TORCH_CHECK_TYPE(false, "tpu: dtype torch.", name, " is not supported by Tessera");
 }
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
@@ -666,6 +711,44 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
   return self;
 }
 
+// `t.set_(storage, offset, size, stride)` over a device storage: torch.load rebuilds its
+// tensors so, and torch's storage copies (`storage.cpu()`, deepcopy) view storages as bytes
+// so (a storage used as another dtype is reinterpreted when read: device_ffi.rs `retype`).
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t offset,
+                        c10::IntArrayRef size, c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
+              "Attempted to set the storage of a tensor on device \"", self.device(),
+              "\" to a storage on different device \"", source.device(),
+              "\".  This is no longer allowed; the devices must match.");
+  TORCH_CHECK(offset >= 0, "Tensor: invalid storage offset ", offset);
+  at::detail::check_size_nonnegative(size);
+  c10::DimVector strides = stride.empty() ? c10::contiguous_strides(size)
+                                          : c10::DimVector(stride.begin(), stride.end());
+  TORCH_CHECK(strides.size() == size.size(), "set_: ", size.size(), " sizes but ",
+              strides.size(), " strides");
+  size_t needed = at::detail::computeStorageNbytes(size, strides, self.element_size(), offset);
+  TORCH_CHECK(needed <= source.nbytes(), "setStorage: sizes ", size, ", strides ", strides,
+              ", storage offset ", offset, ", and itemsize ", self.element_size(),
+              " requiring a storage size of ", needed, " are out of bounds for storage of size ",
+              source.nbytes());
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(source));
+  impl->set_storage_offset(offset);
+  impl->set_sizes_and_strides(size, strides);
+  return self;
+}
+
+at::Tensor& set_whole_storage(at::Tensor& self, c10::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.element_size());
+  return set_storage(self, std::move(source), 0, {n}, {});
+}
+
+at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.is_same(source)) return self;
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(),
+                     source.strides());
+}
+
 // The device guard: one device, one stream (the Python backend's guard costs a call into
 // Python at every guard an op takes).
 struct Guard final : c10::impl::DeviceGuardImplInterface {
@@ -770,6 +853,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", &fill_scalar);
   m.impl("zero_", &zero_);
   m.impl("resize_", &resize_);
+  m.impl("set_.source_Storage_storage_offset", &set_storage);
+  m.impl("set_.source_Storage", &set_whole_storage);
+  m.impl("set_.source_Tensor", &set_tensor);
   m.impl("_has_compatible_shallow_copy_type", &compatible_shallow_copy);
 }
 

@@ -114,12 +114,15 @@ def metrics():
         fallbacks[op] = fallbacks.get(op, 0) + n
     # The C++ dispatch: every op it dispatched ran on the device unless it fell back.
     cpp_ops = CPP.ops() if CPP is not None else 0
+    to_device, to_host, autograd_compiles = _native.device_counts()
     return {
         "fallbacks": fallbacks,
         "ops": counts["ops"] + cpp_ops,
         "device_ops": counts["device_ops"] + cpp_ops - sum(cpp_fallbacks.values()),
-        "compiles": sum(m["compiles"] for m in stats.values()) + counts["autograd_compiles"],
-        "transfers": {"to_device": counts["to_device"], "to_host": counts["to_host"]},
+        "compiles": sum(m["compiles"] for m in stats.values()) + counts["autograd_compiles"]
+        + autograd_compiles,
+        "transfers": {"to_device": counts["to_device"] + to_device,
+                      "to_host": counts["to_host"] + to_host},
         "eager": stats,
     }
 
@@ -128,6 +131,7 @@ def reset_metrics():
     _dispatch._fallbacks.clear()
     _tensor._counts.clear()
     _native.eager_reset_stats()
+    _native.device_counts(reset=True)
     if CPP is not None:
         CPP.reset_counts()
 

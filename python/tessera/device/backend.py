@@ -1,6 +1,8 @@
 """`tpu` as torch's PrivateUse1 backend: the rename and the backend module torch asks for
 (device count, RNG state, synchronize)."""
 
+import contextlib
+
 import torch
 
 NAME = "tpu"
@@ -26,6 +28,11 @@ class _BackendModule:
 
     def _is_in_bad_fork(self):
         return False
+
+    def device(self, device=None):
+        """The context torch enters to select a device (moving a storage there, as
+        `torch.load` does): there is one, so nothing to switch."""
+        return contextlib.nullcontext()
 
     # `torch.manual_seed` seeds the CPU generator and then calls these: the eager runtime's
     # generator (random ops inside compiled graphs) restarts from the same seed.

@@ -398,9 +398,8 @@ def _leaves(v):
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
 
-# The `.Tensor` overload of arithmetic `.Scalar` overloads, for a Python complex number (the
-# eager runtime's scalars are real): the number goes as a 0-d complex CPU tensor, which
-# promotes as a wrapped number does (`x * 1j` in the backward of `torch.polar`).
+# The `.Tensor` overload of `.Scalar` overloads, for a Python complex number (the eager
+# runtime's scalars are real; `x * 1j` in the backward of `torch.polar`).
 _COMPLEX_SCALAR_AS_TENSOR = {
     aten.add.Scalar: aten.add.Tensor,
     aten.add_.Scalar: aten.add_.Tensor,
@@ -410,12 +409,35 @@ _COMPLEX_SCALAR_AS_TENSOR = {
     aten.mul_.Scalar: aten.mul_.Tensor,
     aten.div.Scalar: aten.div.Tensor,
     aten.div_.Scalar: aten.div_.Tensor,
+    aten.rsub.Scalar: aten.rsub.Tensor,
 }
 
 
+def _complex_numbers_as_tensors(func, args):
+    """`func` and `args` with each Python complex number that torch takes as a tensor (`x * 1j`
+    reaches here as `mul.Tensor(x, 1j)`; `mul.Scalar` becomes `mul.Tensor`) as a 0-dim CPU
+    tensor that promotes as torch promotes the number: complex64 (the default), complex128 next
+    to a float64 or complex128 tensor, where the number also keeps its precision."""
+    func = _COMPLEX_SCALAR_AS_TENSOR.get(func, func)
+    wide = any(isinstance(a, torch.Tensor) and a.dtype in (torch.float64, torch.complex128)
+               for a in args)
+    specs = func._schema.arguments
+    return func, tuple(
+        (torch.tensor(a, dtype=torch.complex128) if wide else torch.tensor(a))
+        if type(a) is complex and i < len(specs) and isinstance(specs[i].type, torch.TensorType)
+        else a
+        for i, a in enumerate(args)
+    )
+
+
 def _run(func, sch, args, kwargs):
-    if len(args) > 1 and type(args[1]) is complex and func in _COMPLEX_SCALAR_AS_TENSOR:
-        return _COMPLEX_SCALAR_AS_TENSOR[func](args[0], torch.tensor(args[1]), *args[2:], **kwargs)
+    if any(type(a) is complex for a in args):
+        twin, args = _complex_numbers_as_tensors(func, args)
+        if twin is not func:
+            return twin(*args, **kwargs)
+        if any(type(a) is complex for a in args):
+            return _fallback(func, sch, args, kwargs,
+                             "a complex number where the eager runtime takes a real one")
     if sch.outs:
         _check_out_shapes(func, sch, args, kwargs)
     nargs = [_native_arg(a) for a in args]
@@ -584,28 +606,6 @@ def _factory(func, args, kwargs):
     return _empty_memory_format(*args, **kwargs)
 
 
-def _addc(func, args, kwargs):
-    """`addcdiv`/`addcmul` with a float `value` (Adam's step size changes every step) as
-    `self + (value * t1) / t2`, the order torch's CPU kernel computes in, so the value is a
-    device input (see the eager runtime's scalar lifting) rather than a constant that
-    recompiles DeferAndFuse's program every step."""
-    value = kwargs.get("value", args[3] if len(args) > 3 else 1)
-    self, t1, t2 = args[:3]
-    if (
-        type(value) is not float
-        or value == 1.0
-        or not all(type(t) is TpuTensor and t.dtype in (torch.float32, torch.float64)
-                   for t in (self, t1, t2))
-        or not self.dtype == t1.dtype == t2.dtype
-    ):
-        return _run(func, _schema(func), args, kwargs)
-    combine = aten.div.Tensor if func in (aten.addcdiv.default, aten.addcdiv_.default) else aten.mul.Tensor
-    r = combine(aten.mul.Tensor(t1, value), t2)
-    if func in (aten.addcdiv_.default, aten.addcmul_.default):
-        return aten.add_.Tensor(self, r)
-    return aten.add.Tensor(self, r)
-
-
 def _copied_view(func, args, kwargs):
     """A view that reinterprets its input's elements as another dtype (`view_as_real`,
     `view_as_complex`): a device storage holds values of one element type, so the result cannot
@@ -629,10 +629,6 @@ _REWRITES = {
     aten.view_as_real.default: _copied_view,
     aten.view_as_complex.default: _copied_view,
     aten._conj.default: _conj,
-    aten.addcdiv.default: _addc,
-    aten.addcdiv_.default: _addc,
-    aten.addcmul.default: _addc,
-    aten.addcmul_.default: _addc,
 }
 
 def _alias(func, args, kwargs):

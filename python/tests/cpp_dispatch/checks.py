@@ -5,6 +5,7 @@ CPU on seeded random inputs (float32: rtol/atol 1e-5 per op, 1e-4 after a traini
 Prints one `ok <check>` line per check; any failure raises."""
 
 import copy
+import io
 import sys
 import warnings
 
@@ -122,6 +123,40 @@ assert tt.metrics()["ops"] == ops, tt.metrics()["ops"] - ops
 assert not [str(m.message) for m in seen if "tessera" in str(m.message)], seen
 ok("print")
 
+# Python numbers promote as in torch (the runtime has no wrapped numbers).
+from promotion import check_python_numbers  # noqa: E402
+
+tt.reset_metrics()
+assert check_python_numbers(TPU) > 100
+assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
+ok("numbers")
+
+# Storages used as bytes or as another dtype: torch.save and torch.load (storage copies,
+# `set_`), deepcopy, view(dtype) written through.
+torch.manual_seed(3)
+lin = torch.nn.Linear(3, 2).to(TPU)
+buf = io.BytesIO()
+torch.save(lin.state_dict(), buf)
+buf.seek(0)
+loaded = torch.load(buf)
+for k, v in lin.state_dict().items():
+    assert loaded[k].device.type == TPU and torch.equal(loaded[k].cpu(), v.cpu()), k
+twin = copy.deepcopy(lin)
+assert twin.weight.device.type == TPU and twin.weight.untyped_storage().data_ptr() != \
+    lin.weight.untyped_storage().data_ptr()
+close(twin(dx[:, :3]), lin(dx[:, :3]).cpu())
+bits = dx.view(torch.int32)
+close(bits, x.view(torch.int32), 0)
+bits.add_(1)  # written through the float storage
+close(dx, (x.view(torch.int32) + 1).view(torch.float32), 0)
+dx = x.to(TPU)
+try:
+    torch.empty(0, device=TPU).set_(dx.untyped_storage(), 0, (100,), (1,))
+    raise AssertionError("a set_ beyond its storage was accepted")
+except RuntimeError as e:
+    assert "out of bounds for storage" in str(e), e
+ok("storages")
+
 # Autograd on the device, then an AdamW step.
 torch.manual_seed(1)
 cpu = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
@@ -144,6 +179,19 @@ for _ in range(3):
         close(p.grad, q.grad, 1e-4)
     opt_c.step()
     opt_d.step()
+for p, q in zip(dev.parameters(), cpu.parameters()):
+    close(p.detach(), q.detach(), 1e-4)
+# AdamW's step size changes every step and reaches `addcdiv_` as its `value`: a device input,
+# so further steps compile nothing (DeferAndFuse's program included).
+compiles = []
+for _ in range(4):
+    for model, opt, inp in ((dev, opt_d, dx), (cpu, opt_c, x)):
+        opt.zero_grad()
+        model(inp).square().mean().backward()
+        opt.step()
+    dev[0].weight.sum().item()
+    compiles.append(tt.metrics()["compiles"])
+assert compiles[-1] == compiles[0], compiles
 for p, q in zip(dev.parameters(), cpu.parameters()):
     close(p.detach(), q.detach(), 1e-4)
 ok("autograd and AdamW")
@@ -223,7 +271,7 @@ try:
     torch.ones(2, dtype=torch.complex32, device=TPU)
     raise AssertionError("complex32 was not refused")
 except TypeError as e:
-    assert "not supported by Tessera" in str(e), e
+    assert "dtype torch.complex32 is not supported by Tessera" in str(e), e
 try:
     torch.empty(0, device=TPU).resize_(2**62)  # 2**64 bytes: wraps to 0 unless checked
     raise AssertionError("an overflowing resize was accepted")
