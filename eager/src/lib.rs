@@ -49,7 +49,7 @@ pub use mode::{default_mode, mode, mode_from, set_mode, EagerMode, ModeGuard};
 pub use program::ProgramOp;
 pub use rng::manual_seed;
 pub use rules::{set_max_pending_ops, MAX_PENDING_OPS};
-pub use runtime::{call, sync, Output};
+pub use runtime::{call, call_schema, sync, Output};
 pub use stats::{reset_stats, stats, FlushReason, ModeStats, Stats};
 pub use tensor::Tensor;
 pub use tessera_ops::ArgValue;

@@ -562,6 +562,16 @@ pub fn call(
             tessera_ops::OpError::UnknownOp { op: op.to_string() },
         )
     })?;
+    call_schema(schema, args, kwargs)
+}
+
+/// [`call`] with the op's schema found already (`tessera_ops::find`, once per op: a
+/// dispatcher calling many ops keeps it).
+pub fn call_schema(
+    schema: &'static tessera_ops::OpSchema,
+    args: Vec<ArgValue<Tensor>>,
+    kwargs: Vec<(&str, ArgValue<Tensor>)>,
+) -> Result<Vec<Output>> {
     let kwargs = kwargs
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

@@ -155,9 +155,14 @@ impl Tensor {
     }
 
     pub fn shape(&self) -> Vec<usize> {
+        self.with_shape(<[usize]>::to_vec)
+    }
+
+    /// `f` of the shape, without copying it (the per-op paths ask often).
+    pub fn with_shape<R>(&self, f: impl FnOnce(&[usize]) -> R) -> R {
         match &self.view {
-            Some(v) => v.ty.shape.clone(),
-            None => self.storage.lock().ty.shape.clone(),
+            Some(v) => f(&v.ty.shape),
+            None => f(&self.storage.lock().ty.shape),
         }
     }
 
@@ -169,11 +174,11 @@ impl Tensor {
     }
 
     pub fn dim(&self) -> usize {
-        self.shape().len()
+        self.with_shape(<[usize]>::len)
     }
 
     pub fn numel(&self) -> usize {
-        self.shape().iter().product()
+        self.with_shape(|s| s.iter().product())
     }
 
     pub fn device(&self) -> DeviceKind {

@@ -14,7 +14,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use tessera_eager::{ArgValue, EagerError, Output, Tensor};
 use tessera_lowering::{DType, HostTensor};
-use tessera_ops::OpError;
+use tessera_ops::{OpError, OpSchema};
 
 /// `metrics()["transfers"]` of the C++ dispatch: host tensors uploaded, device tensors read.
 static TO_DEVICE: AtomicU64 = AtomicU64::new(0);
@@ -213,10 +213,14 @@ unsafe fn read(a: &DevArg) -> Res<Tensor> {
         .value
         .as_ref()
         .ok_or_else(|| error("tpu: a device tensor without a value".into()))?;
-    let stored = value.shape();
-    if covers_storage(a, stored.iter().product()) {
-        let sizes = slice(a.ints, a.len);
-        if stored.len() == sizes.len() && stored.iter().zip(sizes).all(|(&s, &d)| s as i64 == d) {
+    let sizes = slice(a.ints, a.len);
+    let (covers, same_shape) = value.with_shape(|stored| {
+        let same =
+            stored.len() == sizes.len() && stored.iter().zip(sizes).all(|(&s, &d)| s as i64 == d);
+        (covers_storage(a, stored.iter().product()), same)
+    });
+    if covers {
+        if same_shape {
             return Ok(value.clone());
         }
         return call1(
@@ -360,17 +364,17 @@ unsafe fn guarded(fail: Fail, ctx: *mut c_void, run: impl FnOnce() -> Res<()>) -
     code
 }
 
-/// Calls ATen op `op` (`aten::add.Tensor`) on `n` arguments in this thread's eager mode. Each
-/// result goes to `emit`, in order (in-place and `out=` overloads return the tensors they
-/// wrote; those arguments flagged in `written` have been written already). Returns [`OK`],
-/// [`FALLBACK`] or [`ERROR`] (then `fail` got the message).
+/// Calls the ATen op whose schema [`tessera_device_find`] gave on `n` arguments in this
+/// thread's eager mode. Each result goes to `emit`, in order (in-place and `out=` overloads
+/// return the tensors they wrote; those arguments flagged in `written` have been written
+/// already). Returns [`OK`], [`FALLBACK`] or [`ERROR`] (then `fail` got the message).
 ///
 /// # Safety
-/// `op` is NUL-terminated; `args` holds `n` valid arguments whose pointers are valid for the
-/// call; `written[i]` says whether argument i is written (n entries).
+/// `schema` came from [`tessera_device_find`]; `args` holds `n` valid arguments whose pointers
+/// are valid for the call; `written[i]` says whether argument i is written (n entries).
 #[no_mangle]
 pub unsafe extern "C" fn tessera_device_call(
-    op: *const c_char,
+    schema: *const OpSchema,
     n: usize,
     args: *const DevArg,
     written: *const u8,
@@ -379,9 +383,7 @@ pub unsafe extern "C" fn tessera_device_call(
     fail: Fail,
 ) -> i32 {
     guarded(fail, ctx, || {
-        let op = CStr::from_ptr(op)
-            .to_str()
-            .map_err(|_| error("tpu: op name is not UTF-8".into()))?;
+        let schema: &'static OpSchema = &*schema;
         let args = slice(args, n);
         let written = slice(written, n);
         let (mut pos, mut kw) = (Vec::with_capacity(n), Vec::new());
@@ -401,11 +403,11 @@ pub unsafe extern "C" fn tessera_device_call(
         }
         let outs = if ON_AUTOGRAD_THREAD.get() {
             let before = compiles_here();
-            let outs = tessera_eager::call(op, pos, kw);
+            let outs = tessera_eager::call_schema(schema, pos, kw);
             AUTOGRAD_COMPILES.fetch_add(compiles_here() - before, Relaxed);
             outs?
         } else {
-            tessera_eager::call(op, pos, kw)?
+            tessera_eager::call_schema(schema, pos, kw)?
         };
         // The eager runtime wrote into the values passed: a view of the storage wrote
         // through; a copy is written back.
@@ -578,19 +580,22 @@ pub extern "C" fn tessera_device_autograd_thread() {
     });
 }
 
-/// Whether Tessera's op table has ATen op `op` (`aten::convolution`).
+/// The schema of ATen op `op` (`aten::convolution`) in Tessera's op table, or null: the C++
+/// dispatch finds each op once and calls it by its schema.
 ///
 /// # Safety
 /// `op` is NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn tessera_device_has_op(op: *const c_char) -> i32 {
+pub unsafe extern "C" fn tessera_device_find(op: *const c_char) -> *const OpSchema {
     CStr::from_ptr(op)
         .to_str()
-        .is_ok_and(|op| tessera_ops::find(op).is_some()) as i32
+        .ok()
+        .and_then(tessera_ops::find)
+        .map_or(std::ptr::null(), |s| s as *const OpSchema)
 }
 
 /// The addresses of this module's entry points, for the C++ dispatch: call, upload, read,
-/// write, release, autograd_thread, has_op, value.
+/// write, release, autograd_thread, find, value.
 #[pyo3::pyfunction]
 pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize, usize, usize) {
     (
@@ -600,7 +605,7 @@ pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize, usi
         tessera_device_write as *const () as usize,
         tessera_device_release as *const () as usize,
         tessera_device_autograd_thread as *const () as usize,
-        tessera_device_has_op as *const () as usize,
+        tessera_device_find as *const () as usize,
         tessera_device_value as *const () as usize,
     )
 }

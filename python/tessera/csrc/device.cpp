@@ -67,14 +67,14 @@ enum Code : int32_t { OK = 0, FALLBACK = 1, ERROR = 2 };
 
 using Emit = void (*)(void*, int32_t, Value*, int32_t, size_t, const int64_t*, int64_t, double);
 using Fail = void (*)(void*, const uint8_t*, size_t);
-using Call = int32_t (*)(const char*, size_t, const DevArg*, const uint8_t*, void*, Emit, Fail);
+using Call = int32_t (*)(const void*, size_t, const DevArg*, const uint8_t*, void*, Emit, Fail);
 using Upload = int32_t (*)(int32_t, size_t, const int64_t*, const void*, size_t, Value**, void*,
                            Fail);
 using Read = int32_t (*)(const DevArg*, void*, size_t, void*, Fail);
 using Write = int32_t (*)(const DevArg*, Value*, void*, Fail);
 using Release = void (*)(Value*);
 using AutogradThread = void (*)();
-using HasOp = int32_t (*)(const char*);
+using Find = const void* (*)(const char*);  // an op's schema in Tessera's table, or null
 using ValueOf = int32_t (*)(const DevArg*, Value**, void*, Fail);
 
 Call g_call = nullptr;
@@ -83,7 +83,7 @@ Read g_read = nullptr;
 Write g_write = nullptr;
 Release g_release = nullptr;
 AutogradThread g_autograd_thread = nullptr;
-HasOp g_has_op = nullptr;
+Find g_find = nullptr;
 ValueOf g_value = nullptr;
 
 c10::Device tpu() { return c10::Device(c10::DeviceType::PrivateUse1, 0); }
@@ -259,6 +259,7 @@ c10::TypeKind kind_of(const c10::Argument& spec) {
 // What the boxed kernel needs of an op, computed once per op and thread.
 struct OpInfo {
   std::string name;  // `aten::add.Tensor`
+  const void* schema = nullptr;  // Tessera's (null: not in its op table)
   // Takes a generator: a random op, run on torch CPU so that torch's generator draws (as the
   // Python device does; Tessera's random ops take explicit seeds).
   bool random = false;
@@ -270,6 +271,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   if (info.name.empty()) {
     const auto& n = op.operator_name();
     info.name = n.name + (n.overload_name.empty() ? "" : "." + n.overload_name);
+    info.schema = g_find(info.name.c_str());
     for (const auto& a : op.schema().arguments()) {
       info.random |= kind_of(a) == c10::TypeKind::GeneratorType;
     }
@@ -316,7 +318,7 @@ at::Tensor run_unary(const char* name, const at::Tensor& t) {
   DevArg a = tensor_arg(t);
   uint8_t written = 0;
   Results r;
-  TORCH_CHECK(g_call(name, 1, &a, &written, &r, &emit, &fail) == OK, r.error);
+  TORCH_CHECK(g_call(g_find(name), 1, &a, &written, &r, &emit, &fail) == OK, r.error);
   TORCH_CHECK(r.outs.size() == 1 && r.outs[0].kind == TENSOR, "tpu: ", name,
               " gave no tensor");
   Out& o = r.outs[0];
@@ -509,6 +511,7 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   size_t n = specs.size();
   size_t base = stack->size() - n;
   if (complex_scalar_as_tensor(op, stack, base)) return;
+  if (info.schema == nullptr) return run_on_cpu(op, stack, "not in Tessera's op table");
   std::vector<DevArg> args(n);
   std::vector<uint8_t> written(n, 0);
   Holder h(n, &(*stack)[base]);
@@ -537,7 +540,7 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     ++m;
   }
   Results r;
-  int32_t code = g_call(name.c_str(), m, args.data(), written.data(), &r, &emit, &fail);
+  int32_t code = g_call(info.schema, m, args.data(), written.data(), &r, &emit, &fail);
   if (code == FALLBACK) return run_on_cpu(op, stack, r.error);
   TORCH_CHECK(code == OK, r.error);
 
@@ -805,7 +808,7 @@ bool takes_the_op_itself(const c10::OperatorHandle& op, const std::string& name)
   if (op.hasKernelForDispatchKey(DispatchKey::PrivateUse1)) return false;
   if (op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutogradNonFunctional)) return true;
   if (!op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd) ||
-      !g_has_op(name.c_str()))
+      g_find(name.c_str()) == nullptr)
     return false;
   const auto& schema = op.schema();
   for (const auto& r : schema.returns()) {
@@ -866,7 +869,7 @@ TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_calls", [](uintptr_t call, uintptr_t upload, uintptr_t read, uintptr_t write,
-                        uintptr_t release, uintptr_t autograd_thread, uintptr_t has_op,
+                        uintptr_t release, uintptr_t autograd_thread, uintptr_t find,
                         uintptr_t value) {
     g_call = reinterpret_cast<Call>(call);
     g_upload = reinterpret_cast<Upload>(upload);
@@ -874,7 +877,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     g_write = reinterpret_cast<Write>(write);
     g_release = reinterpret_cast<Release>(release);
     g_autograd_thread = reinterpret_cast<AutogradThread>(autograd_thread);
-    g_has_op = reinterpret_cast<HasOp>(has_op);
+    g_find = reinterpret_cast<Find>(find);
     g_value = reinterpret_cast<ValueOf>(value);
     static c10::impl::DeviceGuardImplRegistrar guard(c10::DeviceType::PrivateUse1, new Guard());
     // Storages torch makes for the device by itself (not through the kernels below) are cells
