@@ -383,7 +383,9 @@ pub unsafe extern "C" fn tessera_device_call(
     fail: Fail,
 ) -> i32 {
     guarded(fail, ctx, || {
-        let schema: &'static OpSchema = &*schema;
+        let schema: &'static OpSchema = schema
+            .as_ref()
+            .ok_or_else(|| error("tpu: an op outside Tessera's table was called".into()))?;
         let args = slice(args, n);
         let written = slice(written, n);
         let (mut pos, mut kw) = (Vec::with_capacity(n), Vec::new());
