@@ -5,7 +5,9 @@
 // (tessera/device) pays torch's `__torch_dispatch__` path, 6-8 us per op, before any work.
 //
 // Storage model: a storage's data pointer is a Cell holding one eager value (the runtime's
-// tensor, or none yet: an `empty` storage reads as zeros). View ops are torch's own strided
+// tensor, or none yet: an `empty` storage reads as zeros); a tensor of another dtype over it
+// (`view(dtype)`, torch's byte-wise storage copies) reads its bytes reinterpreted
+// (device_ffi.rs `retype`). View ops are torch's own strided
 // kernels over that storage, so sizes, strides, offsets and aliasing are torch's; an op reads
 // a tensor through its metadata and an in-place op writes through it (device_ffi.rs).
 // Ops Tessera does not lower run on torch CPU (`at::native::cpu_fallback`), counted and
