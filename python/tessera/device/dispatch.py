@@ -431,11 +431,11 @@ def _complex_numbers_as_tensors(func, args):
 
 
 def _run(func, sch, args, kwargs):
-    if any(type(a) is complex for a in args):
+    if complex in map(type, args):  # in C: no frame per argument on the hot path
         twin, args = _complex_numbers_as_tensors(func, args)
         if twin is not func:
             return twin(*args, **kwargs)
-        if any(type(a) is complex for a in args):
+        if complex in map(type, args):
             return _fallback(func, sch, args, kwargs,
                              "a complex number where the eager runtime takes a real one")
     if sch.outs:
