@@ -27,14 +27,6 @@ thread_local! {
     static ON_AUTOGRAD_THREAD: Cell<bool> = const { Cell::new(false) };
 }
 
-fn compiles_here() -> u64 {
-    let s = tessera_eager::stats();
-    tessera_eager::EagerMode::ALL
-        .iter()
-        .map(|&m| s.mode(m).compiles)
-        .sum()
-}
-
 /// [`DevArg::kind`]s.
 pub const ARG_NONE: i32 = 0;
 pub const ARG_TENSOR: i32 = 1;
@@ -404,9 +396,9 @@ pub unsafe extern "C" fn tessera_device_call(
             }
         }
         let outs = if ON_AUTOGRAD_THREAD.get() {
-            let before = compiles_here();
+            let before = crate::eager::eager_compiles();
             let outs = tessera_eager::call_schema(schema, pos, kw);
-            AUTOGRAD_COMPILES.fetch_add(compiles_here() - before, Relaxed);
+            AUTOGRAD_COMPILES.fetch_add(crate::eager::eager_compiles() - before, Relaxed);
             outs?
         } else {
             tessera_eager::call_schema(schema, pos, kw)?

@@ -222,7 +222,7 @@ fn eager_stats(py: Python<'_>) -> PyResult<Py<PyDict>> {
 
 /// Programs this thread compiled, all modes (cheaper than `eager_stats` for per-op polling).
 #[pyfunction]
-fn eager_compiles() -> u64 {
+pub(crate) fn eager_compiles() -> u64 {
     let s = tessera_eager::stats();
     EagerMode::ALL.iter().map(|&m| s.mode(m).compiles).sum()
 }

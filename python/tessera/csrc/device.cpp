@@ -265,6 +265,9 @@ struct OpInfo {
   // Takes a generator: a random op, run on torch CPU so that torch's generator draws (as the
   // Python device does; Tessera's random ops take explicit seeds).
   bool random = false;
+  // An arithmetic `.Scalar` overload whose `.Tensor` twin takes a complex number
+  // (`complex_scalar_as_tensor`).
+  bool arith_scalar = false;
 };
 
 const OpInfo& op_info(const c10::OperatorHandle& op) {
@@ -274,6 +277,10 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
     const auto& n = op.operator_name();
     info.name = n.name + (n.overload_name.empty() ? "" : "." + n.overload_name);
     info.schema = g_find(info.name.c_str());
+    static const std::unordered_set<std::string> arith{
+        "aten::add", "aten::add_", "aten::sub", "aten::sub_",
+        "aten::mul", "aten::mul_", "aten::div", "aten::div_", "aten::rsub"};
+    info.arith_scalar = n.overload_name == "Scalar" && arith.count(n.name) > 0;
     for (const auto& a : op.schema().arguments()) {
       info.random |= kind_of(a) == c10::TypeKind::GeneratorType;
     }
@@ -483,19 +490,16 @@ std::atomic<int64_t> g_ops{0};
 // Arithmetic `.Scalar` overloads with a Python complex number (`grad * 1j` in the backward of
 // `torch.polar`) run as their `.Tensor` twin with the number as a wrapped number, as torch's
 // Python binding passes it (the runtime's scalars are real); false for any other call.
-bool complex_scalar_as_tensor(const c10::OperatorHandle& op, torch::jit::Stack* stack,
-                              size_t base) {
-  const auto& n = op.operator_name();
-  static const std::unordered_set<std::string> arith{
-      "aten::add", "aten::add_", "aten::sub", "aten::sub_",
-      "aten::mul", "aten::mul_", "aten::div", "aten::div_", "aten::rsub"};
-  if (n.overload_name != "Scalar" || !arith.count(n.name)) return false;
+bool complex_scalar_as_tensor(const c10::OperatorHandle& op, const OpInfo& info,
+                              torch::jit::Stack* stack, size_t base) {
+  if (!info.arith_scalar) return false;
   auto& other = (*stack)[base + 1];
   if (!other.isComplexDouble()) return false;
   auto number = at::scalar_to_tensor(other.toScalar());
   number.unsafeGetTensorImpl()->set_wrapped_number(true);
   other = number;
-  auto twin = c10::Dispatcher::singleton().findSchemaOrThrow(n.name.c_str(), "Tensor");
+  auto twin = c10::Dispatcher::singleton().findSchemaOrThrow(
+      op.operator_name().name.c_str(), "Tensor");
   twin.callBoxed(stack);  // below autograd: nothing is recorded twice
   return true;
 }
@@ -512,7 +516,7 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   size_t n = specs.size();
   size_t base = stack->size() - n;
-  if (complex_scalar_as_tensor(op, stack, base)) return;
+  if (complex_scalar_as_tensor(op, info, stack, base)) return;
   if (info.schema == nullptr) return run_on_cpu(op, stack, "not in Tessera's op table");
   std::vector<DevArg> args(n);
   std::vector<uint8_t> written(n, 0);
