@@ -13,6 +13,8 @@ export TESSERA_JAX_PYTHON ?= $(PY)
 # libtpu and the XLA plugins log through absl; keep the output readable.
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 CARGO ?= cargo
+# pip's wheel cache would keep a second copy of torch and its CUDA packages (~3 GB) on disk.
+export PIP_NO_CACHE_DIR ?= 1
 
 # PyTorch (the ATen ops' oracle) from PyPI: its x86_64 wheels are CUDA builds (~3 GB with the
 # nvidia packages); installed once into the venv and kept.

@@ -15,10 +15,15 @@ use tessera_runtime::autotune::{
 };
 use tessera_runtime::Device;
 
-fn cache_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tessera-autotune-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A cache folder that does not exist yet, inside a temporary directory removed when the
+/// returned [`tempfile::TempDir`] is dropped (also when the test fails).
+fn cache_dir(test: &str) -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::Builder::new()
+        .prefix(&format!("tessera-autotune-{test}-"))
+        .tempdir()
+        .expect("temp dir");
+    let dir = temp.path().join("cache");
+    (temp, dir)
 }
 
 /// Exhaustive with few, short runs: the spaces here are tiny and the machine small.
@@ -52,7 +57,7 @@ fn small_matmul() -> tuning::KernelTuning {
 
 #[test]
 fn second_tune_is_a_cache_hit() {
-    let dir = cache_dir("hit");
+    let (_temp, dir) = cache_dir("hit");
     let kernel = small_matmul();
     let first = run(&kernel, &options(&dir));
     assert_eq!(first.source, Source::Tuned);
@@ -71,7 +76,7 @@ fn second_tune_is_a_cache_hit() {
 
 #[test]
 fn corrupt_cache_file_is_rebuilt() {
-    let dir = cache_dir("corrupt");
+    let (_temp, dir) = cache_dir("corrupt");
     let kernel = small_matmul();
     let path = run(&kernel, &options(&dir)).cache_path.expect("cache path");
     std::fs::write(&path, "{\"format\": 1, \"key\": tru").unwrap();
@@ -85,7 +90,7 @@ fn corrupt_cache_file_is_rebuilt() {
 
 #[test]
 fn foreign_version_cache_file_is_ignored() {
-    let dir = cache_dir("foreign");
+    let (_temp, dir) = cache_dir("foreign");
     let kernel = small_matmul();
     let path = run(&kernel, &options(&dir)).cache_path.expect("cache path");
     let mut json: serde_json::Value =
@@ -105,7 +110,7 @@ fn foreign_version_cache_file_is_ignored() {
 
 #[test]
 fn constraint_violating_configs_are_skipped_before_measuring() {
-    let dir = cache_dir("skip");
+    let (_temp, dir) = cache_dir("skip");
     let report = run(&small_matmul(), &options(&dir));
     // bn and bk below 128 break the lane rule: of 5 * 5 * 5 = 125 configs, 5 are feasible,
     // and the space's size counts those (what evaluations are counted against).
@@ -147,7 +152,7 @@ fn vmem_budget_of_the_target_is_a_constraint() {
 
 #[test]
 fn autotune_off_returns_the_default_and_cached_mode_never_measures() {
-    let dir = cache_dir("modes");
+    let (_temp, dir) = cache_dir("modes");
     let kernel = small_matmul();
     let off = TuneOptions {
         mode: "off".parse().unwrap(),
@@ -211,7 +216,7 @@ impl TunableKernel for BrokenCandidates {
 
 #[test]
 fn wrong_and_failing_candidates_are_rejected_not_chosen() {
-    let dir = cache_dir("broken");
+    let (_temp, dir) = cache_dir("broken");
     let report = run(&BrokenCandidates, &options(&dir));
     assert_eq!(report.evaluated, 3);
     let outcome = |v| {
@@ -277,7 +282,7 @@ impl TunableKernel for NoOpTunable {
 
 #[test]
 fn configs_tied_with_the_default_do_not_replace_it() {
-    let dir = cache_dir("ties");
+    let (_temp, dir) = cache_dir("ties");
     // 30 paired confirmation rounds: enough that a fluke majority of 3 in 4 is rare.
     let options = TuneOptions {
         measure: Measure {
@@ -295,7 +300,7 @@ fn configs_tied_with_the_default_do_not_replace_it() {
 #[test]
 fn tuned_is_never_slower_than_the_default_by_the_confirmation() {
     for strategy in [Strategy::Exhaustive, Strategy::PatternSearch] {
-        let dir = cache_dir(&format!("never-slower-{strategy}"));
+        let (_temp, dir) = cache_dir(&format!("never-slower-{strategy}"));
         let report = run(
             &small_matmul(),
             &TuneOptions {
@@ -317,7 +322,7 @@ fn tuned_is_never_slower_than_the_default_by_the_confirmation() {
 
 #[test]
 fn the_form_is_part_of_the_cache_key() {
-    let dir = cache_dir("form");
+    let (_temp, dir) = cache_dir("form");
     let kernel = small_matmul();
     let auto = run(&kernel, &options(&dir));
     let grid_loop = TuneOptions {

@@ -113,9 +113,11 @@ fn aot_prints_one_json_object_per_kernel_and_topology() {
 
 #[test]
 fn run_mlir_runs_a_file_with_explicit_inputs() {
-    let dir = std::env::temp_dir().join(format!("tessera-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("scale.mlir");
+    let dir = tempfile::Builder::new()
+        .prefix("tessera-cli-")
+        .tempdir()
+        .unwrap();
+    let f = dir.path().join("scale.mlir");
     std::fs::write(
         &f,
         "module {\n  func.func public @main(%a: tensor<3xf32>, %b: tensor<f32>) -> tensor<3xf32> {\n    %bb = stablehlo.broadcast_in_dim %b, dims = [] : (tensor<f32>) -> tensor<3xf32>\n    %0 = stablehlo.multiply %a, %bb : tensor<3xf32>\n    return %0 : tensor<3xf32>\n  }\n}\n",

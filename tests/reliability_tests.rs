@@ -54,10 +54,15 @@ fn assert_clean_error(o: &Output, what: &str, want: &str) {
     assert!(!err.contains("panicked"), "{what}: {err}");
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tessera-rel-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A new empty directory and its path; it is removed when the [`tempfile::TempDir`] is
+/// dropped (also when the test fails), so keep that alive while the path is used.
+fn temp_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::Builder::new()
+        .prefix(&format!("tessera-rel-{name}-"))
+        .tempdir()
+        .unwrap();
+    let dir = temp.path().to_path_buf();
+    (temp, dir)
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -81,7 +86,7 @@ const OUTER_SUM: &str = r#"module @outer {
 
 #[test]
 fn outputs_and_inputs_larger_than_memory_are_errors_not_aborts() {
-    let dir = temp_dir("oom");
+    let (_dir, dir) = temp_dir("oom");
     let f = write(&dir, "outer.mlir", OUTER_SUM);
     // Refused before launching: the signature says 40 GB of outputs.
     let o = tessera(&["run-mlir", &f]);
@@ -145,7 +150,7 @@ fn topologies_that_crash_libtpu_are_refused_first() {
 
 #[test]
 fn a_truncated_plugin_is_refused_not_a_sigbus() {
-    let dir = temp_dir("trunc");
+    let (_dir, dir) = temp_dir("trunc");
     let mut head = vec![0u8; 1 << 20];
     std::io::Read::read_exact(&mut std::fs::File::open(cpu_plugin()).unwrap(), &mut head).unwrap();
     let fake = dir.join("xla_cpu_pjrt.so");
@@ -171,7 +176,7 @@ const NEG: &str = "module {\n  func.func public @main(%x: tensor<2xf32>) -> tens
 
 #[test]
 fn deep_nesting_and_unbounded_files_are_refused() {
-    let dir = temp_dir("files");
+    let (_dir, dir) = temp_dir("files");
     let deep = write(
         &dir,
         "deep.mlir",
@@ -210,7 +215,7 @@ fn deep_nesting_and_unbounded_files_are_refused() {
 #[test]
 fn tensor_types_of_2_pow_63_bytes_are_refused_before_xla_throws() {
     // XLA throws a C++ exception through the C API on these: the process aborted.
-    let dir = temp_dir("types");
+    let (_dir, dir) = temp_dir("types");
     let module = |ty: &str| {
         format!(
             "module {{\n func.func public @main() -> tensor<{ty}> {{\n %0 = stablehlo.iota dim = 0 : tensor<{ty}>\n return %0 : tensor<{ty}>\n }}\n}}\n"
@@ -240,7 +245,7 @@ fn libtpu_given_as_the_cpu_plugin_is_refused_at_once() {
     else {
         return; // no libtpu installed here
     };
-    let dir = temp_dir("libtpu");
+    let (_dir, dir) = temp_dir("libtpu");
     let f = write(&dir, "neg.mlir", NEG);
     let env = [
         ("TESSERA_PJRT_PLUGIN_CPU", Some(libtpu.to_str().unwrap())),
@@ -258,7 +263,7 @@ fn libtpu_given_as_the_cpu_plugin_is_refused_at_once() {
 
 #[test]
 fn out_of_range_input_values_are_errors_naming_value_and_dtype() {
-    let dir = temp_dir("range");
+    let (_dir, dir) = temp_dir("range");
     let f = write(
         &dir,
         "id8.mlir",
@@ -340,10 +345,10 @@ fn devices_shows_the_sha256_of_the_loaded_plugin() {
 
 #[test]
 fn plugin_install_refuses_a_wheel_whose_hash_is_not_pinned() {
-    let dir = temp_dir("wheel");
+    let (_dir, dir) = temp_dir("wheel");
     let wheel = dir.join("xla_cpu_pjrt-0.0.1-py3-none-manylinux_2_27_x86_64.whl");
     std::fs::write(&wheel, b"PK\x05\x06 not the real wheel").unwrap();
-    let cache = temp_dir("wheel-cache");
+    let (_cache, cache) = temp_dir("wheel-cache");
     let env = [("TESSERA_CACHE_DIR", Some(cache.to_str().unwrap()))];
     let o = tessera_env(
         &[
@@ -391,7 +396,7 @@ fn tune_in(cache: &Path, extra: &[&str]) -> Output {
 fn tune_says_when_it_cannot_write_its_cache() {
     // Running as root ignores permissions: a file where the `autotune` folder belongs makes
     // the folder just as unwritable.
-    let cache = temp_dir("tune-ro");
+    let (_cache, cache) = temp_dir("tune-ro");
     std::fs::write(cache.join("autotune"), "not a folder").unwrap();
     let o = tune_in(&cache, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -402,7 +407,7 @@ fn tune_says_when_it_cannot_write_its_cache() {
 
 #[test]
 fn a_cached_config_outside_the_space_is_tuned_again() {
-    let cache = temp_dir("tune-bad");
+    let (_cache, cache) = temp_dir("tune-bad");
     let first = tune_in(&cache, &[]);
     assert!(first.status.success(), "{}", stderr(&first));
     let files: Vec<PathBuf> = std::fs::read_dir(cache.join("autotune"))

@@ -134,11 +134,10 @@ fn i8_rows_pack_in_fours_lowest_byte_first_and_unpack_back() {
 /// Pallas' own `pltpu.bitcast` of `x` (tools/pallas_bitcast.py, JAX's interpret-mode
 /// lowering) as raw bytes; `None` where `TESSERA_JAX_PYTHON` is unset.
 fn pallas_bitcast(x: &HostTensor, from: &str, to: &str) -> Option<Vec<u8>> {
-    let dir = std::env::temp_dir().join(format!("tessera-pallas-bitcast-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::temp_dir("pallas-bitcast");
     let (input, output) = (
-        dir.join(format!("{from}.in")),
-        dir.join(format!("{from}.out")),
+        dir.path().join(format!("{from}.in")),
+        dir.path().join(format!("{from}.out")),
     );
     std::fs::write(&input, x.bytes()).unwrap();
     let args = [
@@ -151,7 +150,6 @@ fn pallas_bitcast(x: &HostTensor, from: &str, to: &str) -> Option<Vec<u8>> {
     ];
     let words =
         support::jax_tool("pallas_bitcast.py", &args).map(|_| std::fs::read(&output).unwrap());
-    std::fs::remove_dir_all(dir).ok();
     words
 }
 

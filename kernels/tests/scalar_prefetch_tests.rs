@@ -210,12 +210,11 @@ fn scalar_prefetch_kernels_mosaic_verifies_with_jaxlib() {
         );
         return eprintln!("skipped: set TESSERA_JAX_PYTHON to a Python with jax");
     };
-    let dir = std::env::temp_dir().join(format!("tessera-prefetch-mosaic-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::temp_dir("prefetch-mosaic");
     let mut files = Vec::new();
     for (name, program) in programs() {
         let m = lower_to_mosaic(&program, TpuGeneration::V6e).unwrap();
-        let f = dir.join(format!("{name}.mlir"));
+        let f = dir.path().join(format!("{name}.mlir"));
         std::fs::write(&f, &m.serialized).unwrap();
         files.push(f);
     }

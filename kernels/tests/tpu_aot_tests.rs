@@ -89,13 +89,12 @@ fn every_kernels_mosaic_verifies_with_jaxlib() {
             )
         }
     };
-    let dir = std::env::temp_dir().join(format!("tessera-kernels-mosaic-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::temp_dir("kernels-mosaic");
     let mut files = Vec::new();
     for k in shipped() {
         for dtype in [DType::F32, DType::BF16] {
             let m = lower_to_mosaic(&trace(k, k.default_shape, dtype), TpuGeneration::V6e).unwrap();
-            let f = dir.join(format!("{}_{dtype}.mlir", k.name));
+            let f = dir.path().join(format!("{}_{dtype}.mlir", k.name));
             std::fs::write(&f, &m.serialized).unwrap();
             files.push(f);
         }

@@ -9,8 +9,12 @@ use tessera_runtime::Device;
 
 #[test]
 fn the_launch_is_the_cached_winner_once_one_is_stored() {
-    let dir = std::env::temp_dir().join(format!("tessera-tuned-launch-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    // A cache folder not there yet, in a temporary directory removed when `temp` is dropped.
+    let temp = tempfile::Builder::new()
+        .prefix("tessera-tuned-launch-")
+        .tempdir()
+        .unwrap();
+    let dir = temp.path().join("cache");
     let dev = Device::cpu().expect("CPU plugin");
     let kernel = tessera_kernels::find("matmul").unwrap();
     let shape = [64, 256, 128];
@@ -36,5 +40,4 @@ fn the_launch_is_the_cached_winner_once_one_is_stored() {
     // The launch is the one of that config: it traces for the problem's inputs.
     let sig = vec![(DType::F32, vec![64, 128]), (DType::F32, vec![128, 256])];
     launch.trace_program(&sig).expect("traces");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,10 +12,13 @@ use std::path::PathBuf;
 use tessera_lowering::mosaic::{lower_to_mosaic, tpu_custom_call, TpuGeneration};
 use tessera_lowering::prelude::*;
 
-fn scratch_dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-mosaic-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A new empty directory, removed when the returned [`tempfile::TempDir`] is dropped (also
+/// when the test panics).
+fn scratch_dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tessera-mosaic-{test}-"))
+        .tempdir()
+        .expect("temp dir")
 }
 
 #[test]
@@ -34,7 +37,7 @@ fn every_kernel_verifies_with_jaxlibs_tpu_dialect() {
             ("readable", k.readable.as_str()),
             ("wrapper", wrapper.text()),
         ] {
-            let f = dir.join(format!("{stem}.{suffix}.mlir"));
+            let f = dir.path().join(format!("{stem}.{suffix}.mlir"));
             std::fs::write(&f, text).expect("write module");
             files.push(f.to_string_lossy().to_string());
         }
@@ -47,7 +50,6 @@ fn every_kernel_verifies_with_jaxlibs_tpu_dialect() {
         files.len(),
         "{out}"
     );
-    std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]
@@ -115,7 +117,7 @@ fn our_structure(
     let dir = scratch_dir(test);
     let mut files = Vec::new();
     for (name, p) in programs {
-        let f = dir.join(format!("{name}.mlir"));
+        let f = dir.path().join(format!("{name}.mlir"));
         std::fs::write(
             &f,
             lower_to_mosaic(p, TpuGeneration::V5e)
@@ -134,7 +136,6 @@ fn our_structure(
     for ((name, _), f) in programs.iter().zip(&files) {
         by_name.insert(name.to_string(), by_file[f].clone());
     }
-    std::fs::remove_dir_all(dir).ok();
     serde_json::Value::Object(by_name)
 }
 

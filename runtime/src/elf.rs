@@ -228,12 +228,16 @@ mod tests {
         .expect("libm present")
     }
 
-    fn temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("tessera-elf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
+    /// `bytes` in a file named `name` in a new temporary directory, removed when the
+    /// returned [`tempfile::TempDir`] is dropped.
+    fn temp(name: &str, bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::Builder::new()
+            .prefix("tessera-elf-")
+            .tempdir()
+            .unwrap();
+        let p = dir.path().join(name);
         std::fs::write(&p, bytes).unwrap();
-        p
+        (dir, p)
     }
 
     #[test]
@@ -260,17 +264,17 @@ mod tests {
             ("half.so", whole[..whole.len() / 2].to_vec(), "truncated"),
             ("head.so", whole[..4096].to_vec(), "truncated"),
         ] {
-            let err = check_shared_object(&temp(name, &bytes)).unwrap_err();
+            let err = check_shared_object(&temp(name, &bytes).1).unwrap_err();
             assert!(err.contains(want), "{name}: {err}");
         }
         let mut exe = whole.clone();
         exe[16] = 2; // ET_EXEC
-        let err = check_shared_object(&temp("exec.so", &exe)).unwrap_err();
+        let err = check_shared_object(&temp("exec.so", &exe).1).unwrap_err();
         assert!(err.contains("not a shared library"), "{err}");
         let mut arm = whole.clone();
         arm[18] = 40; // EM_ARM
         arm[19] = 0;
-        let err = check_shared_object(&temp("arm.so", &arm)).unwrap_err();
+        let err = check_shared_object(&temp("arm.so", &arm).1).unwrap_err();
         assert!(err.contains("built for ELF machine 40"), "{err}");
         let err = check_shared_object(Path::new("/dev/zero")).unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");

@@ -357,9 +357,11 @@ mod tests {
 
     #[test]
     fn sha256_of_known_text() {
-        let dir = std::env::temp_dir().join(format!("tessera-sha-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("abc");
+        let dir = tempfile::Builder::new()
+            .prefix("tessera-sha-")
+            .tempdir()
+            .unwrap();
+        let f = dir.path().join("abc");
         fs::write(&f, b"abc").unwrap();
         // FIPS 180-2, appendix B.1.
         assert_eq!(

@@ -95,9 +95,11 @@ fn plugin_path_that_does_not_exist() {
 
 #[test]
 fn plugin_path_that_is_not_a_shared_library() {
-    let dir = std::env::temp_dir().join(format!("tessera-notaplugin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("fake.so");
+    let dir = tempfile::Builder::new()
+        .prefix("tessera-notaplugin-")
+        .tempdir()
+        .unwrap();
+    let file = dir.path().join("fake.so");
     std::fs::write(&file, b"this is not an ELF file").unwrap();
     let err = Plugin::load(&file).unwrap_err();
     assert!(matches!(err, RuntimeError::NotAPlugin { .. }), "{err}");
@@ -158,23 +160,26 @@ fn tpu_device_without_a_tpu_is_refused_and_points_at_aot() {
     assert!(err.to_string().contains("tessera aot"), "{err}");
 }
 
-/// A copy of the first `len` bytes of the real CPU plugin.
-fn truncated_plugin(len: usize) -> std::path::PathBuf {
+/// A copy of the first `len` bytes of the real CPU plugin, in a temporary directory removed
+/// when the returned [`tempfile::TempDir`] is dropped.
+fn truncated_plugin(len: usize) -> (tempfile::TempDir, std::path::PathBuf) {
     let real = tessera_runtime::plugin_store::locate(DeviceKind::Cpu).unwrap();
-    let dir = std::env::temp_dir().join(format!("tessera-truncated-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("xla_cpu_pjrt_{len}.so"));
+    let dir = tempfile::Builder::new()
+        .prefix("tessera-truncated-")
+        .tempdir()
+        .unwrap();
+    let file = dir.path().join(format!("xla_cpu_pjrt_{len}.so"));
     let mut head = vec![0u8; len];
     std::io::Read::read_exact(&mut std::fs::File::open(real).unwrap(), &mut head).unwrap();
     std::fs::write(&file, head).unwrap();
-    file
+    (dir, file)
 }
 
 #[test]
 fn truncated_plugin_is_refused_before_it_is_loaded() {
     // dlopen of this file dies of SIGBUS; the ELF checks refuse it first.
     for len in [1 << 20, 64 << 20] {
-        let file = truncated_plugin(len);
+        let (_dir, file) = truncated_plugin(len);
         let err = Device::with_plugin(DeviceKind::Cpu, &file).unwrap_err();
         assert!(matches!(err, RuntimeError::NotAPlugin { .. }), "{err}");
         assert!(err.to_string().contains("truncated"), "{err}");

@@ -70,9 +70,11 @@ mod tests {
             let err = read_text(Path::new(path)).unwrap_err().to_string();
             assert!(err.contains(why), "{path}: {err}");
         }
-        let dir = std::env::temp_dir().join(format!("tessera-files-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("ten.txt");
+        let dir = tempfile::Builder::new()
+            .prefix("tessera-files-")
+            .tempdir()
+            .unwrap();
+        let f = dir.path().join("ten.txt");
         std::fs::write(&f, "0123456789").unwrap();
         assert_eq!(read_text_limited(&f, 10).unwrap(), "0123456789");
         let err = read_text_limited(&f, 9).unwrap_err().to_string();

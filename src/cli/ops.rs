@@ -110,14 +110,18 @@ mod tests {
 
     #[test]
     fn json_report_has_distinct_op_counts_beside_the_overload_counts() {
-        let path = std::env::temp_dir().join(format!("tessera-sweep-{}.json", std::process::id()));
+        let file = tempfile::Builder::new()
+            .prefix("tessera-sweep-")
+            .suffix(".json")
+            .tempfile()
+            .unwrap();
+        let path = file.path();
         std::fs::write(
-            &path,
+            path,
             r#"{"torch_version": "2.15.0", "wall_s": 1.0, "ops": {"abs": {"passed": 2, "failed": 0}, "abs_": {"passed": 1, "failed": 0}, "abs.out": {"passed": 1, "failed": 0}, "add.Tensor": {"passed": 1, "failed": 1}}}"#,
         )
         .unwrap();
-        let sweep = Sweep::load(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let sweep = Sweep::load(path).unwrap();
         let json = serde_json::to_value(coverage(&sweep)).unwrap();
         for key in [
             "core_total",

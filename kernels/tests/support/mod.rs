@@ -44,16 +44,23 @@ pub fn jax_python() -> Option<std::ffi::OsString> {
 
 /// Verifies serialized Mosaic text with jaxlib's tpu dialect (tools/check_mosaic.py).
 pub fn verify_mosaic(py: &std::ffi::OsStr, tag: &str, file_name: &str, serialized: &str) {
-    let dir = std::env::temp_dir().join(format!("tessera-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(file_name);
+    let dir = temp_dir(tag);
+    let file = dir.path().join(file_name);
     std::fs::write(&file, serialized).unwrap();
     let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/check_mosaic.py");
     let out = output(Command::new(py).arg(tool).arg(&file));
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && text.contains(": OK"), "{text}");
-    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A new empty directory `$TMPDIR/tessera-<tag>-<random>`, removed (with what is in it) when
+/// the returned [`tempfile::TempDir`] is dropped, also when the test panics.
+pub fn temp_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tessera-{tag}-"))
+        .tempdir()
+        .expect("creates a temporary directory")
 }
 
 /// The TPU generations the new kernels are compiled for by libtpu (no TPU needed).
@@ -89,15 +96,14 @@ pub fn jax_tool(tool: &str, args: &[String]) -> Option<String> {
 }
 
 /// Writes `program`'s serialized Mosaic (for v5e) into a fresh temporary directory; returns
-/// the directory (to remove) and the file's path.
+/// the directory (removed when dropped: keep it while the file is used) and the file's path.
 pub fn write_mosaic(
     tag: &str,
     program: &tessera_lowering::trace::KernelProgram,
-) -> (std::path::PathBuf, String) {
+) -> (tempfile::TempDir, String) {
     use tessera_lowering::mosaic::{lower_to_mosaic, TpuGeneration};
-    let dir = std::env::temp_dir().join(format!("tessera-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{tag}.mlir"));
+    let dir = temp_dir(tag);
+    let file = dir.path().join(format!("{tag}.mlir"));
     let m = lower_to_mosaic(program, TpuGeneration::V5e).expect("lowers to Mosaic");
     std::fs::write(&file, &m.serialized).unwrap();
     let path = file.to_string_lossy().to_string();
@@ -115,29 +121,33 @@ pub fn assert_pallas_structure(
     pallas_args: &[&str],
     key: &str,
 ) -> Option<serde_json::Value> {
-    let (dir, file) = write_mosaic(tag, program);
+    let (_dir, file) = write_mosaic(tag, program);
     let pallas = jax_tool("pallas_structure.py", &["--module".into(), file.clone()]).map(|ours| {
         let args: Vec<String> = pallas_args.iter().map(|a| a.to_string()).collect();
         let pallas = jax_tool("pallas_structure.py", &args);
         let pallas = pallas.expect("jax is there: the first call ran");
         let ours: serde_json::Value = serde_json::from_str(&ours).expect("JSON");
         let mut pallas: serde_json::Value = serde_json::from_str(&pallas).expect("JSON");
-        assert!(!pallas[key].is_null(), "{tag}: pallas_structure.py gave no `{key}`: {pallas}");
-        assert_eq!(ours[&file], pallas[key], "{tag}: Tessera (left) vs Pallas (right)");
+        assert!(
+            !pallas[key].is_null(),
+            "{tag}: pallas_structure.py gave no `{key}`: {pallas}"
+        );
+        assert_eq!(
+            ours[&file], pallas[key],
+            "{tag}: Tessera (left) vs Pallas (right)"
+        );
         pallas[key].take()
     });
-    std::fs::remove_dir_all(dir).ok();
     pallas
 }
 
 /// Writes `program`'s Mosaic (for v5e) and verifies it with jaxlib's tpu dialect
 /// (tools/check_mosaic.py); skipped where [`jax_python`] is unset (outside CI).
 pub fn check_mosaic_of(tag: &str, program: &tessera_lowering::trace::KernelProgram) {
-    let (dir, file) = write_mosaic(tag, program);
+    let (_dir, file) = write_mosaic(tag, program);
     if let Some(text) = jax_tool("check_mosaic.py", std::slice::from_ref(&file)) {
         assert!(text.contains(": OK"), "{text}");
     }
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// A row-block case over an f32 `[v, lanes]` array of seeded values in [-4, 4): `n` row

@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use tempfile::TempDir;
 use tessera_lowering::{DType, HostTensor};
 
 const SCRIPT: &str = r#"
@@ -54,26 +55,23 @@ fn python() -> Option<PathBuf> {
     }
 }
 
-fn workdir() -> std::io::Result<PathBuf> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "tessera-shlo-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d)?;
-    Ok(d)
+/// A new empty directory, removed (with what is in it) when the returned [`TempDir`] is
+/// dropped.
+fn workdir() -> std::io::Result<TempDir> {
+    tempfile::Builder::new().prefix("tessera-shlo-").tempdir()
 }
 
-fn invoke(text: &str, inputs: Option<&[HostTensor]>) -> Option<Result<PathBuf, String>> {
+/// Runs the script on `text` (and `inputs`) in a new [`workdir`]; returns that directory,
+/// with the outputs in it, or the script's diagnostics.
+fn invoke(text: &str, inputs: Option<&[HostTensor]>) -> Option<Result<TempDir, String>> {
     let py = python()?;
-    let run = || -> Result<PathBuf, String> {
-        let d = workdir().map_err(|e| e.to_string())?;
+    let run = || -> Result<TempDir, String> {
+        let dir = workdir().map_err(|e| e.to_string())?;
+        let d = dir.path();
         std::fs::write(d.join("module.mlir"), text).map_err(|e| e.to_string())?;
         std::fs::write(d.join("check.py"), SCRIPT).map_err(|e| e.to_string())?;
         let mut cmd = Command::new(&py);
-        cmd.arg(d.join("check.py")).arg(&d);
+        cmd.arg(d.join("check.py")).arg(d);
         if inputs.is_some() {
             cmd.arg("run");
         }
@@ -90,14 +88,14 @@ fn invoke(text: &str, inputs: Option<&[HostTensor]>) -> Option<Result<PathBuf, S
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        Ok(d)
+        Ok(dir)
     };
     Some(run())
 }
 
 /// Parses and verifies `text`; `Some(Err(diagnostics))` on a verifier error.
 pub fn verify_with_jaxlib(text: &str) -> Option<Result<(), String>> {
-    invoke(text, None).map(|r| r.map(|d| drop(std::fs::remove_dir_all(d))))
+    invoke(text, None).map(|r| r.map(drop))
 }
 
 /// Compiles and runs `text` on XLA's CPU client with `inputs`; returns the outputs, whose
@@ -107,18 +105,18 @@ pub fn run_with_jaxlib(
     inputs: &[HostTensor],
     outputs: &[(DType, Vec<usize>)],
 ) -> Option<Result<Vec<HostTensor>, String>> {
-    let d = match invoke(text, Some(inputs))? {
-        Ok(d) => d,
+    let dir = match invoke(text, Some(inputs))? {
+        Ok(dir) => dir,
         Err(e) => return Some(Err(e)),
     };
     let read = outputs
         .iter()
         .enumerate()
         .map(|(i, (dt, shape))| {
-            let bytes = std::fs::read(d.join(format!("out{i}.bin"))).map_err(|e| e.to_string())?;
+            let bytes =
+                std::fs::read(dir.path().join(format!("out{i}.bin"))).map_err(|e| e.to_string())?;
             HostTensor::from_bytes(*dt, shape.clone(), bytes).map_err(|e| e.to_string())
         })
         .collect();
-    let _ = std::fs::remove_dir_all(&d);
     Some(read)
 }

@@ -176,8 +176,12 @@ mod tests {
 
     #[test]
     fn stores_loads_and_ignores_foreign_or_corrupt_files() {
-        let dir =
-            std::env::temp_dir().join(format!("tessera-autotune-cache-{}", std::process::id()));
+        let temp = tempfile::Builder::new()
+            .prefix("tessera-autotune-cache-")
+            .tempdir()
+            .unwrap();
+        // A directory `store` has to create.
+        let dir = temp.path().join("cache");
         let entry = CacheEntry::new(
             key("1"),
             "exhaustive".into(),
