@@ -7,9 +7,10 @@ use tessera_runtime::RuntimeError;
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EagerError {
     /// Binding, dispatching or lowering refused the call (bad shapes, dtypes, arguments).
-    #[error("{source} (arguments: {args})")]
+    #[error("{source}{}", fmt_args(.args))]
     Op {
-        /// The call's tensors as `f32[2, 3]`, in argument order.
+        /// The call's tensors as `f32[2, 3]`, in argument order (empty for the runtime's own
+        /// calls: rewrites, views, checks).
         args: String,
         #[source]
         source: std::sync::Arc<OpError>,

@@ -7,6 +7,7 @@ within rtol=1e-4, atol=1e-5 per step.
 
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -254,6 +255,14 @@ def test_bad_input_errors():
         torch.add(d, 1, out=torch.empty(0, device="tpu"))
     with pytest.raises(RuntimeError, match="resiz"):
         d.clone().resize_(9)
+    # As a CUDA tensor: numpy() needs the host copy asked for (or force=True).
+    with pytest.raises(TypeError, match="can't convert tpu:0 device type tensor to numpy"):
+        d.numpy()
+    np.testing.assert_array_equal(d.numpy(force=True), x.numpy())
+    # An index out of range is refused, with no empty argument list in the message.
+    with pytest.raises(RuntimeError, match="out of range") as e:
+        torch.nn.functional.embedding(torch.tensor([9], device="tpu"), d).cpu()
+    assert "(arguments: )" not in str(e.value)
     out = torch.empty(3, 3, device="tpu")
     torch.add(d, 1, out=out)
     close(out, x + 1)

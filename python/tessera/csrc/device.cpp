@@ -22,6 +22,7 @@
 #include <torch/extension.h>
 #include <torch/library.h>
 
+#include <array>
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -297,6 +298,7 @@ bool cpu_indices_ok(const std::string& name) {
 // argument at most, so the pointers into them stay valid).
 struct Holder {
   Holder(size_t n, const c10::IValue* stack_args) : n(n), stack_args(stack_args) {}
+  Holder(size_t n, const at::Tensor* const* tensors) : n(n), tensors(tensors) {}
   template <class T>
   T& add(std::vector<T>& v) {
     if (v.capacity() < n) v.reserve(n);
@@ -306,15 +308,17 @@ struct Holder {
   // complex number promotes).
   bool has_double() const {
     for (size_t i = 0; i < n; ++i) {
-      if (!stack_args[i].isTensor()) continue;
-      const auto& t = stack_args[i].toTensor();
+      if (stack_args != nullptr && !stack_args[i].isTensor()) continue;
+      const auto& t = stack_args != nullptr ? stack_args[i].toTensor() : *tensors[i];
       if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) continue;
       if (t.scalar_type() == c10::kDouble || t.scalar_type() == c10::kComplexDouble) return true;
     }
     return false;
   }
   size_t n;
-  const c10::IValue* stack_args;  // the op's n arguments
+  // The op's n arguments: a boxed kernel's stack, or an unboxed kernel's tensors.
+  const c10::IValue* stack_args = nullptr;
+  const at::Tensor* const* tensors = nullptr;
   std::vector<std::vector<DevArg>> lists;
   std::vector<std::vector<int64_t>> ints;
   std::vector<std::vector<double>> floats;
@@ -597,6 +601,88 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
 }
 
+// Unboxed kernels of the hottest ops. A boxed kernel gets a stack of copies of its tensors,
+// and torch keeps a tensor's Python object alive while C++ shares it (intrusive_ptr's
+// kHasPyObject): each copy and its release take the GIL, which torch's binding has released
+// (four GIL round trips for `a + b`). These take the tensors by reference, as torch's CPU
+// kernels do; anything but the plain call goes through the boxed kernel.
+constexpr const char* kFastOps[][2] = {
+    {"aten::add", "Tensor"}, {"aten::sub", "Tensor"}, {"aten::mul", "Tensor"},
+    {"aten::div", "Tensor"}, {"aten::neg", ""},       {"aten::exp", ""},
+    {"aten::relu", ""},      {"aten::tanh", ""},      {"aten::sigmoid", ""},
+    {"aten::rsqrt", ""},
+};
+
+template <int I>
+const c10::OperatorHandle& fast_handle() {
+  static const c10::OperatorHandle h =
+      c10::Dispatcher::singleton().findSchemaOrThrow(kFastOps[I][0], kFastOps[I][1]);
+  return h;
+}
+
+// The boxed kernel's stack for op I: `tensors`, then the arguments `rest`.
+template <size_t N, class... Rest>
+torch::jit::Stack stack_of(const std::array<const at::Tensor*, N>& tensors, const Rest&... rest) {
+  torch::jit::Stack stack;
+  for (const auto* t : tensors) stack.emplace_back(*t);
+  (stack.emplace_back(rest), ...);
+  return stack;
+}
+
+// Calls op I on `tensors` (its tensor arguments, none written; `rest`: the others, at their
+// defaults, which the runtime leaves out) and returns its one result.
+template <int I, size_t N, class... Rest>
+at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors, const Rest&... rest) {
+  const auto& op = fast_handle<I>();
+  const OpInfo& info = op_info(op);
+  if (info.schema == nullptr) {
+    auto stack = stack_of(tensors, rest...);
+    tpu_fallback(op, &stack);
+    return std::move(stack.back()).toTensor();
+  }
+  g_ops.fetch_add(1, std::memory_order_relaxed);
+  std::array<DevArg, N> args;
+  std::array<uint8_t, N> written{};
+  Holder h(N, tensors.data());
+  for (size_t i = 0; i < N; ++i) args[i] = tensor_or_upload(*tensors[i], info.name, h);
+  Results r;
+  int32_t code = g_call(info.schema, N, args.data(), written.data(), &r, &emit, &fail);
+  if (code == FALLBACK) {
+    auto stack = stack_of(tensors, rest...);
+    run_on_cpu(op, &stack, r.error);
+    return std::move(stack.back()).toTensor();
+  }
+  TORCH_CHECK(code == OK, r.error);
+  TORCH_CHECK(r.outs.size() == 1 && r.outs[0].kind == TENSOR, "tpu: ", info.name,
+              " gave no tensor");
+  Out& o = r.outs[0];
+  auto out = wrap(o.value, o.dtype, o.dims);
+  o.value = nullptr;
+  return out;
+}
+
+template <int I>
+at::Tensor fast_unary(const at::Tensor& self) {
+  return call_fast<I, 1>({&self});
+}
+
+template <int I>
+at::Tensor fast_binary(const at::Tensor& self, const at::Tensor& other) {
+  return call_fast<I, 2>({&self, &other});
+}
+
+// `alpha` at its default (1) is left out, as the boxed kernel leaves it out.
+template <int I>
+at::Tensor fast_binary_alpha(const at::Tensor& self, const at::Tensor& other,
+                             const c10::Scalar& alpha) {
+  if (alpha.isIntegral(false) && alpha.toLong() == 1) {
+    return call_fast<I, 2>({&self, &other}, alpha);
+  }
+  auto stack = stack_of<2>({&self, &other}, alpha);
+  tpu_fallback(fast_handle<I>(), &stack);
+  return std::move(stack.back()).toTensor();
+}
+
 // Dtypes the runtime has no type for, by their Python names (as the Python device says them).
 void check_dtype(c10::ScalarType t) {
   const char* name = nullptr;
@@ -866,6 +952,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", &set_whole_storage);
   m.impl("set_.source_Tensor", &set_tensor);
   m.impl("_has_compatible_shallow_copy_type", &compatible_shallow_copy);
+  m.impl("add.Tensor", &fast_binary_alpha<0>);
+  m.impl("sub.Tensor", &fast_binary_alpha<1>);
+  m.impl("mul.Tensor", &fast_binary<2>);
+  m.impl("div.Tensor", &fast_binary<3>);
+  m.impl("neg", &fast_unary<4>);
+  m.impl("exp", &fast_unary<5>);
+  m.impl("relu", &fast_unary<6>);
+  m.impl("tanh", &fast_unary<7>);
+  m.impl("sigmoid", &fast_unary<8>);
+  m.impl("rsqrt", &fast_unary<9>);
 }
 
 // Autograd's key comes first for tensors outside inference mode.

@@ -123,6 +123,13 @@ class TpuTensor(torch.Tensor):
         """The values as nested Python lists (a sync point)."""
         return _to_cpu(self).tolist()
 
+    def numpy(self, *, force=False):
+        """As for a CUDA tensor: refused with torch's hint, or (force=True) copied to host."""
+        if not force:
+            raise TypeError(f"can't convert {device} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        return _to_cpu(self).detach().numpy()
+
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]

@@ -131,6 +131,44 @@ assert check_python_numbers(TPU) > 100
 assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
 ok("numbers")
 
+# The unboxed kernels (add/sub/mul/div.Tensor and some unary ops: device.cpp kFastOps) give
+# what the boxed kernel gives: broadcasting, strided views, promotion with Python numbers and
+# CPU scalars, lazy views, alpha (not 1: the boxed path), autograd, and torch's errors.
+tt.reset_metrics()
+i, di = torch.arange(6), torch.arange(6).to(TPU)
+c = torch.randn(4, dtype=torch.complex64)
+dc = c.to(TPU)
+for f in [lambda a, b, n, z: a + b, lambda a, b, n, z: a - b[0], lambda a, b, n, z: a * b,
+          lambda a, b, n, z: a / b, lambda a, b, n, z: torch.add(a, b, alpha=2),
+          lambda a, b, n, z: torch.sub(a, b, alpha=0.5), lambda a, b, n, z: a + n,
+          lambda a, b, n, z: a * 2.5, lambda a, b, n, z: n / 3, lambda a, b, n, z: -n,
+          lambda a, b, n, z: n + True, lambda a, b, n, z: a * torch.tensor(2.0),
+          lambda a, b, n, z: a.t()[::2, 1:] * b[:1, ::2].t(), lambda a, b, n, z: -a.t(),
+          lambda a, b, n, z: a.exp(), lambda a, b, n, z: a.relu(), lambda a, b, n, z: n.relu(),
+          lambda a, b, n, z: a.tanh(), lambda a, b, n, z: a.sigmoid(),
+          lambda a, b, n, z: a.abs().rsqrt(), lambda a, b, n, z: z.conj() * z,
+          lambda a, b, n, z: -z.conj(), lambda a, b, n, z: z * 1j + 2]:
+    want = f(x, y, i, c)
+    got = f(dx, dy, di, dc)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    close(got, want)
+a, ca = dx.clone().requires_grad_(), x.clone().requires_grad_()
+for t in (a, ca):
+    ((t * t).sigmoid().tanh() - t.exp() / 3).relu().sum().backward()
+close(a.grad, ca.grad)
+assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
+try:
+    dx * torch.randn(4).to(TPU)
+    raise AssertionError("no error")
+except RuntimeError as e:
+    assert "must match the size of tensor b (4)" in str(e), e
+try:
+    dx + x
+    raise AssertionError("no error")
+except RuntimeError as e:
+    assert "same device" in str(e) and "aten::add.Tensor" in str(e), e
+ok("unboxed kernels")
+
 # Storages used as bytes or as another dtype: torch.save and torch.load (storage copies,
 # `set_`), deepcopy, view(dtype) written through.
 torch.manual_seed(3)
