@@ -1,7 +1,8 @@
 // The `tpu` device's dispatch in C++ (chosen with TESSERA_TORCH_DISPATCH=cpp): device tensors
 // are plain torch tensors of PrivateUse1 (renamed `tpu`), and every ATen op on them reaches a
-// boxed kernel here, which calls Tessera's eager runtime (`tessera_device_call` in
-// python/src/device_ffi.rs, reached through its address) without Python. The Python device
+// boxed kernel here (the hottest ones an unboxed kernel: `kFastOps`), which calls Tessera's
+// eager runtime (`tessera_device_call` in python/src/device_ffi.rs, reached through its
+// address) without Python. The Python device
 // (tessera/device) pays torch's `__torch_dispatch__` path, 6-8 us per op, before any work.
 //
 // Storage model: a storage's data pointer is a Cell holding one eager value (the runtime's

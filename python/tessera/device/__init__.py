@@ -187,8 +187,8 @@ def _register_rnns():
 def _dispatch_in_cpp():
     """Whether device tensors are plain PrivateUse1 tensors dispatched in C++
     (`TESSERA_TORCH_DISPATCH=cpp`, csrc/device.cpp): then the C++ extension registers the
-    device's kernels (factories, copies, torch's strided views, and one boxed kernel for every
-    other op) instead of `_register_factories`. Its ops cost what the eager runtime does, not
+    device's kernels (factories, copies, torch's strided views, unboxed kernels for the
+    hottest arithmetic ops, and one boxed kernel for every other op) instead of `_register_factories`. Its ops cost what the eager runtime does, not
     torch's Python dispatch (see the note of issue 13); torch.compile runs on its tensors
     (tessera/compile.py); `metrics()` counts its ops and fallbacks; random ops draw from
     torch's CPU generator (through the CPU fallback)."""
