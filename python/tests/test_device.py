@@ -544,6 +544,14 @@ def test_gradients_through_complex_ops_on_the_device():
     assert td.metrics()["fallbacks"] == {}
 
 
+def test_autocast_takes_cudas_cast_policy():
+    from cpp_dispatch.autocast import check_autocast
+
+    td.reset_metrics()
+    assert check_autocast("tpu") == 16
+    assert td.metrics()["fallbacks"] == {}
+
+
 def test_python_numbers_promote_as_in_torch():
     # int * 2.5 is float32, float32 * 1j complex64, float64 * (0.1+0.3j) complex128 at full
     # precision; a complex number where the runtime takes only real ones (fill_ in rsub's

@@ -6,6 +6,7 @@ import contextlib
 import torch
 
 NAME = "tpu"
+_autocast = None  # the extension module of csrc/autocast.cpp, once loaded
 
 
 class _BackendModule:
@@ -49,6 +50,16 @@ class _BackendModule:
 
     def set_rng_state(self, state, device=None):
         pass
+
+    def get_amp_supported_dtype(self):
+        """What `torch.autocast("tpu", dtype=...)` asks first: the autocast kernels of the
+        device (csrc/autocast.cpp, built once) are registered then."""
+        global _autocast
+        if _autocast is None:
+            from .. import _cpp_extension
+
+            _autocast = _cpp_extension.build("tessera_autocast", "autocast.cpp")
+        return [torch.bfloat16, torch.float16]
 
     def synchronize(self, device=None):
         from .tensor import sync_for_thread

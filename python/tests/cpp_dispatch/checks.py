@@ -169,6 +169,13 @@ except RuntimeError as e:
     assert "same device" in str(e) and "aten::add.Tensor" in str(e), e
 ok("unboxed kernels")
 
+from autocast import check_autocast  # noqa: E402
+
+tt.reset_metrics()
+assert check_autocast(TPU) == 16
+assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
+ok("autocast")
+
 # Storages used as bytes or as another dtype: torch.save and torch.load (storage copies,
 # `set_`), deepcopy, view(dtype) written through.
 torch.manual_seed(3)
