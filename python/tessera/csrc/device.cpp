@@ -611,7 +611,8 @@ constexpr const char* kFastOps[][2] = {
     {"aten::add", "Tensor"}, {"aten::sub", "Tensor"}, {"aten::mul", "Tensor"},
     {"aten::div", "Tensor"}, {"aten::neg", ""},       {"aten::exp", ""},
     {"aten::relu", ""},      {"aten::tanh", ""},      {"aten::sigmoid", ""},
-    {"aten::rsqrt", ""},
+    {"aten::rsqrt", ""},     {"aten::add_", "Tensor"}, {"aten::sub_", "Tensor"},
+    {"aten::mul_", "Tensor"}, {"aten::div_", "Tensor"},
 };
 
 template <int I>
@@ -630,33 +631,47 @@ torch::jit::Stack stack_of(const std::array<const at::Tensor*, N>& tensors, cons
   return stack;
 }
 
-// Calls op I on `tensors` (its tensor arguments, none written; `rest`: the others, at their
-// defaults, which the runtime leaves out) and returns its one result.
-template <int I, size_t N, class... Rest>
+// Calls op I on `tensors` (its tensor arguments; `rest`: the others, at their defaults, which
+// the runtime leaves out) and returns its one result; an in-place op (`InPlace`: it writes its
+// first argument) returns nothing, its kernel returns the written tensor itself (a copy of it
+// would cost what the boxed kernel does).
+template <int I, bool InPlace, size_t N, class... Rest>
 at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors, const Rest&... rest) {
   const auto& op = fast_handle<I>();
   const OpInfo& info = op_info(op);
-  if (info.schema == nullptr) {
+  auto boxed = [&](bool on_cpu, const std::string& why) {
     auto stack = stack_of(tensors, rest...);
-    tpu_fallback(op, &stack);
-    return std::move(stack.back()).toTensor();
-  }
+    if (on_cpu) {
+      run_on_cpu(op, &stack, why);
+    } else {
+      tpu_fallback(op, &stack);
+    }
+    return InPlace ? at::Tensor() : std::move(stack.back()).toTensor();
+  };
+  if (info.schema == nullptr) return boxed(false, "");
   g_ops.fetch_add(1, std::memory_order_relaxed);
+  const at::Tensor& first = *tensors[0];
+  TORCH_CHECK(!InPlace || !has_lazy_bits(first), "tpu: ", info.name,
+              " writes into a conjugate or negative view; resolve_conj()/resolve_neg() it first");
   std::array<DevArg, N> args;
   std::array<uint8_t, N> written{};
+  written[0] = InPlace;
   Holder h(N, tensors.data());
   for (size_t i = 0; i < N; ++i) args[i] = tensor_or_upload(*tensors[i], info.name, h);
   Results r;
   int32_t code = g_call(info.schema, N, args.data(), written.data(), &r, &emit, &fail);
-  if (code == FALLBACK) {
-    auto stack = stack_of(tensors, rest...);
-    run_on_cpu(op, &stack, r.error);
-    return std::move(stack.back()).toTensor();
-  }
+  if (code == FALLBACK) return boxed(true, r.error);
   TORCH_CHECK(code == OK, r.error);
   TORCH_CHECK(r.outs.size() == 1 && r.outs[0].kind == TENSOR, "tpu: ", info.name,
               " gave no tensor");
   Out& o = r.outs[0];
+  if (InPlace) {
+    // Written already, as the boxed kernel's written arguments are.
+    TORCH_CHECK(first.sizes() == c10::IntArrayRef(o.dims), "tpu: ", info.name,
+                " would resize the tensor it writes from ", first.sizes(), " to ",
+                c10::IntArrayRef(o.dims));
+    return at::Tensor();
+  }
   auto out = wrap(o.value, o.dtype, o.dims);
   o.value = nullptr;
   return out;
@@ -664,24 +679,43 @@ at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors, const Rest
 
 template <int I>
 at::Tensor fast_unary(const at::Tensor& self) {
-  return call_fast<I, 1>({&self});
+  return call_fast<I, false, 1>({&self});
 }
 
 template <int I>
 at::Tensor fast_binary(const at::Tensor& self, const at::Tensor& other) {
-  return call_fast<I, 2>({&self, &other});
+  return call_fast<I, false, 2>({&self, &other});
 }
 
-// `alpha` at its default (1) is left out, as the boxed kernel leaves it out.
+template <int I>
+at::Tensor& fast_binary_(at::Tensor& self, const at::Tensor& other) {
+  call_fast<I, true, 2>({&self, &other});
+  return self;
+}
+
+// `alpha` at its default (1) is left out, as the boxed kernel leaves it out; any other alpha
+// takes the boxed kernel.
 template <int I>
 at::Tensor fast_binary_alpha(const at::Tensor& self, const at::Tensor& other,
                              const c10::Scalar& alpha) {
   if (alpha.isIntegral(false) && alpha.toLong() == 1) {
-    return call_fast<I, 2>({&self, &other}, alpha);
+    return call_fast<I, false, 2>({&self, &other}, alpha);
   }
   auto stack = stack_of<2>({&self, &other}, alpha);
   tpu_fallback(fast_handle<I>(), &stack);
   return std::move(stack.back()).toTensor();
+}
+
+template <int I>
+at::Tensor& fast_binary_alpha_(at::Tensor& self, const at::Tensor& other,
+                               const c10::Scalar& alpha) {
+  if (alpha.isIntegral(false) && alpha.toLong() == 1) {
+    call_fast<I, true, 2>({&self, &other}, alpha);
+  } else {
+    auto stack = stack_of<2>({&self, &other}, alpha);
+    tpu_fallback(fast_handle<I>(), &stack);
+  }
+  return self;
 }
 
 // Dtypes the runtime has no type for, by their Python names (as the Python device says them).
@@ -963,6 +997,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("tanh", &fast_unary<7>);
   m.impl("sigmoid", &fast_unary<8>);
   m.impl("rsqrt", &fast_unary<9>);
+  m.impl("add_.Tensor", &fast_binary_alpha_<10>);
+  m.impl("sub_.Tensor", &fast_binary_alpha_<11>);
+  m.impl("mul_.Tensor", &fast_binary_<12>);
+  m.impl("div_.Tensor", &fast_binary_<13>);
 }
 
 // Autograd's key comes first for tensors outside inference mode.

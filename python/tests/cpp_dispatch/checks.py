@@ -131,9 +131,10 @@ assert check_python_numbers(TPU) > 100
 assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
 ok("numbers")
 
-# The unboxed kernels (add/sub/mul/div.Tensor and some unary ops: device.cpp kFastOps) give
-# what the boxed kernel gives: broadcasting, strided views, promotion with Python numbers and
-# CPU scalars, lazy views, alpha (not 1: the boxed path), autograd, and torch's errors.
+# The unboxed kernels (add/sub/mul/div.Tensor, their in-place forms and some unary ops:
+# device.cpp kFastOps) give what the boxed kernel gives: broadcasting, strided views,
+# promotion with Python numbers and CPU scalars, lazy views, alpha (not 1: the boxed path),
+# autograd, and torch's errors.
 tt.reset_metrics()
 i, di = torch.arange(6), torch.arange(6).to(TPU)
 c = torch.randn(4, dtype=torch.complex64)
@@ -152,6 +153,17 @@ for f in [lambda a, b, n, z: a + b, lambda a, b, n, z: a - b[0], lambda a, b, n,
     got = f(dx, dy, di, dc)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     close(got, want)
+# In place (add_/sub_/mul_/div_.Tensor): through strided views, with numbers, on conjugates.
+for f in [lambda a, b: a.add_(b), lambda a, b: a.sub_(b, alpha=2), lambda a, b: a.mul_(b),
+          lambda a, b: a.div_(b), lambda a, b: a.__iadd__(1), lambda a, b: a.__imul__(2.5),
+          lambda a, b: a[:, 1:3].mul_(b[:, :2]), lambda a, b: a.t().add_(a.t()),
+          lambda a, b: a.add_(torch.tensor(2.0))]:
+    want, got = x.clone(), dx.clone()
+    close(f(got, dy), f(want, y))
+    close(got, want)
+want, got = c.clone(), dc.clone()
+close(got.conj().mul_(2 + 1j), want.conj().mul_(2 + 1j))
+close(got, want)
 a, ca = dx.clone().requires_grad_(), x.clone().requires_grad_()
 for t in (a, ca):
     ((t * t).sigmoid().tanh() - t.exp() / 3).relu().sum().backward()
