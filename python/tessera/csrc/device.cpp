@@ -612,7 +612,16 @@ constexpr const char* kFastOps[][2] = {
     {"aten::div", "Tensor"}, {"aten::neg", ""},       {"aten::exp", ""},
     {"aten::relu", ""},      {"aten::tanh", ""},      {"aten::sigmoid", ""},
     {"aten::rsqrt", ""},     {"aten::add_", "Tensor"}, {"aten::sub_", "Tensor"},
-    {"aten::mul_", "Tensor"}, {"aten::div_", "Tensor"},
+    {"aten::mul_", "Tensor"}, {"aten::div_", "Tensor"}, {"aten::abs", ""},
+    {"aten::sqrt", ""},      {"aten::log", ""},        {"aten::sin", ""},
+    {"aten::cos", ""},       {"aten::silu", ""},       {"aten::erf", ""},
+    {"aten::reciprocal", ""}, {"aten::mm", ""},        {"aten::bmm", ""},
+    {"aten::maximum", ""},   {"aten::minimum", ""},    {"aten::eq", "Tensor"},
+    {"aten::ne", "Tensor"},  {"aten::lt", "Tensor"},   {"aten::le", "Tensor"},
+    {"aten::gt", "Tensor"},  {"aten::ge", "Tensor"},   {"aten::pow", "Tensor_Tensor"},
+    {"aten::where", "self"}, {"aten::eq", "Scalar"},   {"aten::ne", "Scalar"},
+    {"aten::lt", "Scalar"},  {"aten::le", "Scalar"},   {"aten::gt", "Scalar"},
+    {"aten::ge", "Scalar"},  {"aten::pow", "Tensor_Scalar"},
 };
 
 template <int I>
@@ -631,12 +640,30 @@ torch::jit::Stack stack_of(const std::array<const at::Tensor*, N>& tensors, cons
   return stack;
 }
 
-// Calls op I on `tensors` (its tensor arguments; `rest`: the others, at their defaults, which
-// the runtime leaves out) and returns its one result; an in-place op (`InPlace`: it writes its
-// first argument) returns nothing, its kernel returns the written tensor itself (a copy of it
-// would cost what the boxed kernel does).
+// A real Scalar as the runtime takes it (as `convert` passes a stack's number).
+DevArg scalar_arg(const c10::Scalar& v) {
+  DevArg a;
+  if (v.isBoolean()) {
+    a.kind = BOOL;
+    a.i = v.toBool();
+  } else if (v.isIntegral(false)) {
+    a.kind = INT;
+    a.i = v.toLong();
+  } else {
+    a.kind = FLOAT;
+    a.f = v.toDouble();
+  }
+  return a;
+}
+
+// Calls op I on `tensors` (its tensor arguments; `scalar`, when not null, its number after
+// them; `rest`: its other arguments, for the boxed kernel's stack, which the runtime leaves
+// out as at their defaults) and returns its one result; an in-place op (`InPlace`: it writes
+// its first argument) returns nothing, its kernel returns the written tensor itself (a copy of
+// it would cost what the boxed kernel does).
 template <int I, bool InPlace, size_t N, class... Rest>
-at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors, const Rest&... rest) {
+at::Tensor call_fast_with(const std::array<const at::Tensor*, N>& tensors,
+                          const c10::Scalar* scalar, const Rest&... rest) {
   const auto& op = fast_handle<I>();
   const OpInfo& info = op_info(op);
   auto boxed = [&](bool on_cpu, const std::string& why) {
@@ -653,13 +680,15 @@ at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors, const Rest
   const at::Tensor& first = *tensors[0];
   TORCH_CHECK(!InPlace || !has_lazy_bits(first), "tpu: ", info.name,
               " writes into a conjugate or negative view; resolve_conj()/resolve_neg() it first");
-  std::array<DevArg, N> args;
-  std::array<uint8_t, N> written{};
+  std::array<DevArg, N + 1> args;
+  std::array<uint8_t, N + 1> written{};
   written[0] = InPlace;
   Holder h(N, tensors.data());
   for (size_t i = 0; i < N; ++i) args[i] = tensor_or_upload(*tensors[i], info.name, h);
+  size_t m = N;
+  if (scalar != nullptr) args[m++] = scalar_arg(*scalar);
   Results r;
-  int32_t code = g_call(info.schema, N, args.data(), written.data(), &r, &emit, &fail);
+  int32_t code = g_call(info.schema, m, args.data(), written.data(), &r, &emit, &fail);
   if (code == FALLBACK) return boxed(true, r.error);
   TORCH_CHECK(code == OK, r.error);
   TORCH_CHECK(r.outs.size() == 1 && r.outs[0].kind == TENSOR, "tpu: ", info.name,
@@ -677,6 +706,12 @@ at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors, const Rest
   return out;
 }
 
+// Calls op I on its tensors alone (see call_fast_with).
+template <int I, bool InPlace, size_t N, class... Rest>
+at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors, const Rest&... rest) {
+  return call_fast_with<I, InPlace, N>(tensors, nullptr, rest...);
+}
+
 template <int I>
 at::Tensor fast_unary(const at::Tensor& self) {
   return call_fast<I, false, 1>({&self});
@@ -691,6 +726,22 @@ template <int I>
 at::Tensor& fast_binary_(at::Tensor& self, const at::Tensor& other) {
   call_fast<I, true, 2>({&self, &other});
   return self;
+}
+
+template <int I>
+at::Tensor fast_ternary(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+  return call_fast<I, false, 3>({&a, &b, &c});
+}
+
+// A tensor and a real number (a complex one takes the boxed kernel, which runs it on CPU).
+template <int I>
+at::Tensor fast_tensor_scalar(const at::Tensor& self, const c10::Scalar& other) {
+  if (other.isComplex()) {
+    auto stack = stack_of<1>({&self}, other);
+    tpu_fallback(fast_handle<I>(), &stack);
+    return std::move(stack.back()).toTensor();
+  }
+  return call_fast_with<I, false, 1>({&self}, &other, other);
 }
 
 // `alpha` at its default (1) is left out, as the boxed kernel leaves it out; any other alpha
@@ -1001,6 +1052,33 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sub_.Tensor", &fast_binary_alpha_<11>);
   m.impl("mul_.Tensor", &fast_binary_<12>);
   m.impl("div_.Tensor", &fast_binary_<13>);
+  m.impl("abs", &fast_unary<14>);
+  m.impl("sqrt", &fast_unary<15>);
+  m.impl("log", &fast_unary<16>);
+  m.impl("sin", &fast_unary<17>);
+  m.impl("cos", &fast_unary<18>);
+  m.impl("silu", &fast_unary<19>);
+  m.impl("erf", &fast_unary<20>);
+  m.impl("reciprocal", &fast_unary<21>);
+  m.impl("mm", &fast_binary<22>);
+  m.impl("bmm", &fast_binary<23>);
+  m.impl("maximum", &fast_binary<24>);
+  m.impl("minimum", &fast_binary<25>);
+  m.impl("eq.Tensor", &fast_binary<26>);
+  m.impl("ne.Tensor", &fast_binary<27>);
+  m.impl("lt.Tensor", &fast_binary<28>);
+  m.impl("le.Tensor", &fast_binary<29>);
+  m.impl("gt.Tensor", &fast_binary<30>);
+  m.impl("ge.Tensor", &fast_binary<31>);
+  m.impl("pow.Tensor_Tensor", &fast_binary<32>);
+  m.impl("where.self", &fast_ternary<33>);
+  m.impl("eq.Scalar", &fast_tensor_scalar<34>);
+  m.impl("ne.Scalar", &fast_tensor_scalar<35>);
+  m.impl("lt.Scalar", &fast_tensor_scalar<36>);
+  m.impl("le.Scalar", &fast_tensor_scalar<37>);
+  m.impl("gt.Scalar", &fast_tensor_scalar<38>);
+  m.impl("ge.Scalar", &fast_tensor_scalar<39>);
+  m.impl("pow.Tensor_Scalar", &fast_tensor_scalar<40>);
 }
 
 // Autograd's key comes first for tensors outside inference mode.

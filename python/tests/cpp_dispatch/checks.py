@@ -131,10 +131,10 @@ assert check_python_numbers(TPU) > 100
 assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
 ok("numbers")
 
-# The unboxed kernels (add/sub/mul/div.Tensor, their in-place forms and some unary ops:
-# device.cpp kFastOps) give what the boxed kernel gives: broadcasting, strided views,
-# promotion with Python numbers and CPU scalars, lazy views, alpha (not 1: the boxed path),
-# autograd, and torch's errors.
+# The unboxed kernels (device.cpp kFastOps: arithmetic and its in-place forms, comparisons,
+# pow, where, mm/bmm, common unary ops) give what the boxed kernel gives: broadcasting,
+# strided views, promotion with Python numbers and CPU scalars, lazy views, alpha (not 1: the
+# boxed path), autograd, and torch's errors.
 tt.reset_metrics()
 i, di = torch.arange(6), torch.arange(6).to(TPU)
 c = torch.randn(4, dtype=torch.complex64)
@@ -148,7 +148,16 @@ for f in [lambda a, b, n, z: a + b, lambda a, b, n, z: a - b[0], lambda a, b, n,
           lambda a, b, n, z: a.exp(), lambda a, b, n, z: a.relu(), lambda a, b, n, z: n.relu(),
           lambda a, b, n, z: a.tanh(), lambda a, b, n, z: a.sigmoid(),
           lambda a, b, n, z: a.abs().rsqrt(), lambda a, b, n, z: z.conj() * z,
-          lambda a, b, n, z: -z.conj(), lambda a, b, n, z: z * 1j + 2]:
+          lambda a, b, n, z: -z.conj(), lambda a, b, n, z: z * 1j + 2,
+          lambda a, b, n, z: a.abs().sqrt().log(), lambda a, b, n, z: a.sin() + a.t().cos().t(),
+          lambda a, b, n, z: torch.nn.functional.silu(a).erf().reciprocal(),
+          lambda a, b, n, z: a[:, :4] @ b[:4], lambda a, b, n, z: a[None].bmm(b.t()[None]),
+          lambda a, b, n, z: torch.maximum(a, b) - torch.minimum(a, b[0]),
+          lambda a, b, n, z: torch.stack([a == b, a != a, a < b, a <= b, a > b, a >= b[1]]),
+          lambda a, b, n, z: torch.stack([a == 0, a != 1, a < 0.5, a <= 0, a > -1, a >= True]),
+          lambda a, b, n, z: torch.stack([n == 2, n < 2.5, n > b[0, 0]]),
+          lambda a, b, n, z: a.abs() ** b, lambda a, b, n, z: a ** 2, lambda a, b, n, z: n ** 2,
+          lambda a, b, n, z: a.abs() ** 0.5, lambda a, b, n, z: torch.where(a > b, a, b[0])]:
     want = f(x, y, i, c)
     got = f(dx, dy, di, dc)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
