@@ -1014,6 +1014,14 @@ void register_direct_ops() {
   g_libraries.push_back(std::move(lib));
 }
 
+// Registers `kernel` for op I under the name kFastOps gives it (`abs`, `add.Tensor`).
+template <int I, class Kernel>
+void fast_impl(torch::Library& m, Kernel* kernel) {
+  std::string name = std::string(kFastOps[I][0]).substr(6);  // without `aten::`
+  if (*kFastOps[I][1] != '\0') name += std::string(".") + kFastOps[I][1];
+  m.impl(name.c_str(), kernel);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
@@ -1038,47 +1046,47 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", &set_whole_storage);
   m.impl("set_.source_Tensor", &set_tensor);
   m.impl("_has_compatible_shallow_copy_type", &compatible_shallow_copy);
-  m.impl("add.Tensor", &fast_binary_alpha<0>);
-  m.impl("sub.Tensor", &fast_binary_alpha<1>);
-  m.impl("mul.Tensor", &fast_binary<2>);
-  m.impl("div.Tensor", &fast_binary<3>);
-  m.impl("neg", &fast_unary<4>);
-  m.impl("exp", &fast_unary<5>);
-  m.impl("relu", &fast_unary<6>);
-  m.impl("tanh", &fast_unary<7>);
-  m.impl("sigmoid", &fast_unary<8>);
-  m.impl("rsqrt", &fast_unary<9>);
-  m.impl("add_.Tensor", &fast_binary_alpha_<10>);
-  m.impl("sub_.Tensor", &fast_binary_alpha_<11>);
-  m.impl("mul_.Tensor", &fast_binary_<12>);
-  m.impl("div_.Tensor", &fast_binary_<13>);
-  m.impl("abs", &fast_unary<14>);
-  m.impl("sqrt", &fast_unary<15>);
-  m.impl("log", &fast_unary<16>);
-  m.impl("sin", &fast_unary<17>);
-  m.impl("cos", &fast_unary<18>);
-  m.impl("silu", &fast_unary<19>);
-  m.impl("erf", &fast_unary<20>);
-  m.impl("reciprocal", &fast_unary<21>);
-  m.impl("mm", &fast_binary<22>);
-  m.impl("bmm", &fast_binary<23>);
-  m.impl("maximum", &fast_binary<24>);
-  m.impl("minimum", &fast_binary<25>);
-  m.impl("eq.Tensor", &fast_binary<26>);
-  m.impl("ne.Tensor", &fast_binary<27>);
-  m.impl("lt.Tensor", &fast_binary<28>);
-  m.impl("le.Tensor", &fast_binary<29>);
-  m.impl("gt.Tensor", &fast_binary<30>);
-  m.impl("ge.Tensor", &fast_binary<31>);
-  m.impl("pow.Tensor_Tensor", &fast_binary<32>);
-  m.impl("where.self", &fast_ternary<33>);
-  m.impl("eq.Scalar", &fast_tensor_scalar<34>);
-  m.impl("ne.Scalar", &fast_tensor_scalar<35>);
-  m.impl("lt.Scalar", &fast_tensor_scalar<36>);
-  m.impl("le.Scalar", &fast_tensor_scalar<37>);
-  m.impl("gt.Scalar", &fast_tensor_scalar<38>);
-  m.impl("ge.Scalar", &fast_tensor_scalar<39>);
-  m.impl("pow.Tensor_Scalar", &fast_tensor_scalar<40>);
+  fast_impl<0>(m, &fast_binary_alpha<0>);  // add.Tensor
+  fast_impl<1>(m, &fast_binary_alpha<1>);  // sub.Tensor
+  fast_impl<2>(m, &fast_binary<2>);  // mul.Tensor
+  fast_impl<3>(m, &fast_binary<3>);  // div.Tensor
+  fast_impl<4>(m, &fast_unary<4>);  // neg
+  fast_impl<5>(m, &fast_unary<5>);  // exp
+  fast_impl<6>(m, &fast_unary<6>);  // relu
+  fast_impl<7>(m, &fast_unary<7>);  // tanh
+  fast_impl<8>(m, &fast_unary<8>);  // sigmoid
+  fast_impl<9>(m, &fast_unary<9>);  // rsqrt
+  fast_impl<10>(m, &fast_binary_alpha_<10>);  // add_.Tensor
+  fast_impl<11>(m, &fast_binary_alpha_<11>);  // sub_.Tensor
+  fast_impl<12>(m, &fast_binary_<12>);  // mul_.Tensor
+  fast_impl<13>(m, &fast_binary_<13>);  // div_.Tensor
+  fast_impl<14>(m, &fast_unary<14>);  // abs
+  fast_impl<15>(m, &fast_unary<15>);  // sqrt
+  fast_impl<16>(m, &fast_unary<16>);  // log
+  fast_impl<17>(m, &fast_unary<17>);  // sin
+  fast_impl<18>(m, &fast_unary<18>);  // cos
+  fast_impl<19>(m, &fast_unary<19>);  // silu
+  fast_impl<20>(m, &fast_unary<20>);  // erf
+  fast_impl<21>(m, &fast_unary<21>);  // reciprocal
+  fast_impl<22>(m, &fast_binary<22>);  // mm
+  fast_impl<23>(m, &fast_binary<23>);  // bmm
+  fast_impl<24>(m, &fast_binary<24>);  // maximum
+  fast_impl<25>(m, &fast_binary<25>);  // minimum
+  fast_impl<26>(m, &fast_binary<26>);  // eq.Tensor
+  fast_impl<27>(m, &fast_binary<27>);  // ne.Tensor
+  fast_impl<28>(m, &fast_binary<28>);  // lt.Tensor
+  fast_impl<29>(m, &fast_binary<29>);  // le.Tensor
+  fast_impl<30>(m, &fast_binary<30>);  // gt.Tensor
+  fast_impl<31>(m, &fast_binary<31>);  // ge.Tensor
+  fast_impl<32>(m, &fast_binary<32>);  // pow.Tensor_Tensor
+  fast_impl<33>(m, &fast_ternary<33>);  // where.self
+  fast_impl<34>(m, &fast_tensor_scalar<34>);  // eq.Scalar
+  fast_impl<35>(m, &fast_tensor_scalar<35>);  // ne.Scalar
+  fast_impl<36>(m, &fast_tensor_scalar<36>);  // lt.Scalar
+  fast_impl<37>(m, &fast_tensor_scalar<37>);  // le.Scalar
+  fast_impl<38>(m, &fast_tensor_scalar<38>);  // gt.Scalar
+  fast_impl<39>(m, &fast_tensor_scalar<39>);  // ge.Scalar
+  fast_impl<40>(m, &fast_tensor_scalar<40>);  // pow.Tensor_Scalar
 }
 
 // Autograd's key comes first for tensors outside inference mode.
