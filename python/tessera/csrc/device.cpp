@@ -660,10 +660,11 @@ DevArg scalar_arg(const c10::Scalar& v) {
 // them; `rest`: its other arguments, for the boxed kernel's stack, which the runtime leaves
 // out as at their defaults) and returns its one result; an in-place op (`InPlace`: it writes
 // its first argument) returns nothing, its kernel returns the written tensor itself (a copy of
-// it would cost what the boxed kernel does).
+// it would cost what the boxed kernel does). A call that is not `plain` (an `alpha` other than
+// 1, a complex number) takes the boxed kernel.
 template <int I, bool InPlace, size_t N, class... Rest>
 at::Tensor call_fast_with(const std::array<const at::Tensor*, N>& tensors,
-                          const c10::Scalar* scalar, const Rest&... rest) {
+                          const c10::Scalar* scalar, bool plain, const Rest&... rest) {
   const auto& op = fast_handle<I>();
   const OpInfo& info = op_info(op);
   auto boxed = [&](bool on_cpu, const std::string& why) {
@@ -675,7 +676,7 @@ at::Tensor call_fast_with(const std::array<const at::Tensor*, N>& tensors,
     }
     return InPlace ? at::Tensor() : std::move(stack.back()).toTensor();
   };
-  if (info.schema == nullptr) return boxed(false, "");
+  if (!plain || info.schema == nullptr) return boxed(false, "");
   g_ops.fetch_add(1, std::memory_order_relaxed);
   const at::Tensor& first = *tensors[0];
   TORCH_CHECK(!InPlace || !has_lazy_bits(first), "tpu: ", info.name,
@@ -707,9 +708,14 @@ at::Tensor call_fast_with(const std::array<const at::Tensor*, N>& tensors,
 }
 
 // Calls op I on its tensors alone (see call_fast_with).
-template <int I, bool InPlace, size_t N, class... Rest>
-at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors, const Rest&... rest) {
-  return call_fast_with<I, InPlace, N>(tensors, nullptr, rest...);
+template <int I, bool InPlace, size_t N>
+at::Tensor call_fast(const std::array<const at::Tensor*, N>& tensors) {
+  return call_fast_with<I, InPlace, N>(tensors, nullptr, true);
+}
+
+// Whether `alpha` is at its default (1), which the runtime leaves out as the boxed kernel does.
+bool alpha_is_one(const c10::Scalar& alpha) {
+  return alpha.isIntegral(false) && alpha.toLong() == 1;
 }
 
 template <int I>
@@ -736,36 +742,19 @@ at::Tensor fast_ternary(const at::Tensor& a, const at::Tensor& b, const at::Tens
 // A tensor and a real number (a complex one takes the boxed kernel, which runs it on CPU).
 template <int I>
 at::Tensor fast_tensor_scalar(const at::Tensor& self, const c10::Scalar& other) {
-  if (other.isComplex()) {
-    auto stack = stack_of<1>({&self}, other);
-    tpu_fallback(fast_handle<I>(), &stack);
-    return std::move(stack.back()).toTensor();
-  }
-  return call_fast_with<I, false, 1>({&self}, &other, other);
+  return call_fast_with<I, false, 1>({&self}, &other, !other.isComplex(), other);
 }
 
-// `alpha` at its default (1) is left out, as the boxed kernel leaves it out; any other alpha
-// takes the boxed kernel.
 template <int I>
 at::Tensor fast_binary_alpha(const at::Tensor& self, const at::Tensor& other,
                              const c10::Scalar& alpha) {
-  if (alpha.isIntegral(false) && alpha.toLong() == 1) {
-    return call_fast<I, false, 2>({&self, &other}, alpha);
-  }
-  auto stack = stack_of<2>({&self, &other}, alpha);
-  tpu_fallback(fast_handle<I>(), &stack);
-  return std::move(stack.back()).toTensor();
+  return call_fast_with<I, false, 2>({&self, &other}, nullptr, alpha_is_one(alpha), alpha);
 }
 
 template <int I>
 at::Tensor& fast_binary_alpha_(at::Tensor& self, const at::Tensor& other,
                                const c10::Scalar& alpha) {
-  if (alpha.isIntegral(false) && alpha.toLong() == 1) {
-    call_fast<I, true, 2>({&self, &other}, alpha);
-  } else {
-    auto stack = stack_of<2>({&self, &other}, alpha);
-    tpu_fallback(fast_handle<I>(), &stack);
-  }
+  call_fast_with<I, true, 2>({&self, &other}, nullptr, alpha_is_one(alpha), alpha);
   return self;
 }
 
