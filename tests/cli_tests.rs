@@ -140,6 +140,15 @@ fn run_mlir_runs_a_file_with_explicit_inputs() {
     );
     // Random inputs from the signature when none are given.
     assert!(tessera(&["run-mlir", path]).status.success());
+    // --repeat times more runs of the same executable (outputs waited for each time).
+    let o = tessera(&["run-mlir", path, "--repeat", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let timing = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("execute (inputs on the device"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no timing line: {}", stdout(&o)));
+    assert!(timing.contains("5 runs: median "), "{timing}");
     // Wrong inputs: our own check, a clean error and a non-zero exit.
     let o = tessera(&["run-mlir", path, "--input", "f32[4]=1"]);
     assert!(!o.status.success());

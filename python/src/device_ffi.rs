@@ -528,25 +528,31 @@ pub unsafe extern "C" fn tessera_device_value(
     })
 }
 
-/// A value from [`tessera_device_value`] as an `EagerTensor` (torch.compile's programs take
+/// Values from [`tessera_device_value`] as `EagerTensor`s (torch.compile's programs take
 /// device tensors' values so).
 ///
 /// # Safety
-/// `raw` came from [`tessera_device_value`] and is taken once.
+/// Each of `raws` came from [`tessera_device_value`] and is taken once.
 #[pyo3::pyfunction]
-pub unsafe fn eager_from_raw(raw: usize) -> EagerTensor {
-    EagerTensor {
-        t: *Box::from_raw(raw as *mut Tensor),
-    }
+pub unsafe fn eager_from_raws(raws: Vec<usize>) -> Vec<EagerTensor> {
+    raws.into_iter()
+        .map(|raw| EagerTensor {
+            t: *Box::from_raw(raw as *mut Tensor),
+        })
+        .collect()
 }
 
-/// An `EagerTensor`'s value for a new device tensor: (raw value, torch ScalarType, shape);
-/// the C++ side's `wrap` takes the raw value.
+/// `EagerTensor`s' values for new device tensors: (raw value, torch ScalarType, shape) each;
+/// the C++ side's `wrap_all` takes them.
 #[pyo3::pyfunction]
-pub fn eager_into_raw(e: &EagerTensor) -> (usize, i32, Vec<usize>) {
-    let t = e.t.clone();
-    let (dtype, shape) = (t.dtype().torch_scalar_type(), t.shape());
-    (Box::into_raw(Box::new(t)) as usize, dtype, shape)
+pub fn eager_into_raws(es: Vec<pyo3::PyRef<'_, EagerTensor>>) -> Vec<(usize, i32, Vec<usize>)> {
+    es.iter()
+        .map(|e| {
+            let t = e.t.clone();
+            let (dtype, shape) = (t.dtype().torch_scalar_type(), t.shape());
+            (Box::into_raw(Box::new(t)) as usize, dtype, shape)
+        })
+        .collect()
 }
 
 /// Releases a value (a storage's deleter calls this once).

@@ -48,8 +48,10 @@ impl EagerTensor {
     }
 
     /// Waits until the value is computed (a sync point); raises its op's error if it failed.
-    fn wait(&self) -> PyResult<()> {
-        self.t.wait().map_err(err)
+    /// Other Python threads run meanwhile (autograd's device thread may be what computes it).
+    fn wait(&self, py: Python<'_>) -> PyResult<()> {
+        let t = self.t.clone();
+        py.detach(|| t.wait()).map_err(err)
     }
 
     /// Whether `self` and `other` share device storage.
@@ -190,6 +192,15 @@ fn eager_sync() -> PyResult<()> {
     tessera_eager::sync().map_err(err)
 }
 
+/// Waits until every one of `values` is computed (one call for many, the GIL released once:
+/// a training step's gradients); raises the error of the first whose op failed.
+#[pyfunction]
+fn eager_wait_all(py: Python<'_>, values: Vec<PyRef<'_, EagerTensor>>) -> PyResult<()> {
+    let ts: Vec<tessera_eager::Tensor> = values.iter().map(|e| e.t.clone()).collect();
+    py.detach(|| ts.iter().try_for_each(|t| t.wait()))
+        .map_err(err)
+}
+
 /// Restarts the eager runtime's random sequence (random ops in compiled graphs, `rand` by
 /// name): `torch.manual_seed` calls it through the device's backend module.
 #[pyfunction]
@@ -238,6 +249,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eager_mode, m)?)?;
     m.add_function(wrap_pyfunction!(eager_set_mode, m)?)?;
     m.add_function(wrap_pyfunction!(eager_sync, m)?)?;
+    m.add_function(wrap_pyfunction!(eager_wait_all, m)?)?;
     m.add_function(wrap_pyfunction!(eager_manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(eager_stats, m)?)?;
     m.add_function(wrap_pyfunction!(eager_compiles, m)?)?;

@@ -214,9 +214,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_run_eager, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ffi::kernel_call_address, m)?)?;
     m.add_function(wrap_pyfunction!(device_ffi::device_call_addresses, m)?)?;
-    m.add_function(wrap_pyfunction!(device_ffi::eager_from_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(device_ffi::eager_from_raws, m)?)?;
     m.add_function(wrap_pyfunction!(device_ffi::device_counts, m)?)?;
-    m.add_function(wrap_pyfunction!(device_ffi::eager_into_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(device_ffi::eager_into_raws, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_execute_us, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_library::library_meta, m)?)?;

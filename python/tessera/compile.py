@@ -19,7 +19,7 @@ import torch
 from . import _native
 from .device.dispatch import _COMPLEX_SCALAR_AS_TENSOR, KERNEL_OPS, _count_fallback
 from .device.tensor import _contiguous_strides, _ref_meta, _Storage, _value_of_meta, _wrap
-from .device import CPP, _eager_value, _from_eager
+from .device import CPP, _eager_value, _eager_values, _from_eager, _from_eagers
 from .device.backend import NAME as _TPU
 from .device.dispatch import _native_arg as _device_arg
 from .ops import _DTYPES, _TORCH_DTYPES
@@ -279,7 +279,8 @@ class _Program:
             self.programs[key] = (fn, plan)
         fn, plan = self.programs[key]
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        outs = fn([_native_arg(a) for a in tensors])
+        values = _eager_values(tensors) if CPP is not None else None
+        outs = fn(values if values is not None else [_native_arg(a) for a in tensors])
         take = {"none": lambda: None, "input": lambda i: args[i], "const": lambda v: v,
                 "program": lambda k, d: _download(outs[k]),
                 "saved": lambda k, d: _from_eager(outs[k])}
@@ -296,8 +297,12 @@ class _Program:
             take["saved"] = lambda k, d: _device_out(outs[k])
         elif CPP is not None:
             # Under the C++ dispatch device tensors are plain PrivateUse1 tensors: a result
-            # traced on the device is made one over the program's value.
-            take["program"] = lambda k, d: _from_eager(outs[k]) if d == _TPU else _download(outs[k])
+            # traced on the device (or saved for the backward) is made one over the program's
+            # value, all of them in one call (taken below in the plan's order).
+            made = iter(_from_eagers([outs[p[1]] for p in plan
+                                      if p[0] == "saved" or (p[0] == "program" and p[2] == _TPU)]))
+            take["program"] = lambda k, d: next(made) if d == _TPU else _download(outs[k])
+            take["saved"] = lambda k, d: next(made)
         res = [take[p[0]](*p[1:]) for p in plan]
         args.clear()  # boxed calling convention: the caller's list is ours to free
         return res

@@ -225,6 +225,7 @@ from .device import (  # noqa: E402
     set_mode,
     sync,
     to_device,
+    wait,
 )
 
 # torch.compile(backend="tessera" or "tpu"): registered with Dynamo at import.

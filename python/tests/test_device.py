@@ -282,6 +282,23 @@ def test_reading_a_failed_result_raises():
 
 
 @pytest.mark.parametrize("mode", ["strict", "defer"])
+def test_wait_blocks_on_values_and_names_the_wrong_device(mode):
+    """`tt.wait` (jax.block_until_ready for tensors): one call for many, deferred ops first."""
+    td.set_mode(mode)
+    x = torch.randn(32, 32)
+    d = x.to("tpu")
+    ys = [d @ d, (d + 1).relu(), d.sum(), d.t()]
+    tt.wait(ys)
+    tt.wait(ys[0])
+    for y, want in zip(ys, [x @ x, (x + 1).relu(), x.sum(), x.t()]):
+        close(y, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(TypeError, match="expected tensors on the tpu device, got one on cpu"):
+        tt.wait([ys[0], torch.ones(2)])
+    with pytest.raises(TypeError, match="got int"):
+        tt.wait([ys[0], 1])
+
+
+@pytest.mark.parametrize("mode", ["strict", "defer"])
 def test_eager_modes_count(mode):
     td.set_mode(mode)
     assert td.mode() == mode

@@ -139,7 +139,6 @@ def training(args):
     # The model on the tpu device, compiled: weights, activations and gradients stay there;
     # each step waits for its gradients, as the JAX step does.
     import tessera.torch as tt
-    from tessera.device import _eager_value
 
     on_device = torch.nn.Sequential(Block(args.d, 4), Block(args.d, 4))
     on_device.load_state_dict(model.state_dict())
@@ -152,9 +151,7 @@ def training(args):
             on_device.zero_grad(set_to_none=True)
             loss = forward_loss()
             loss.backward()
-            tt.sync()
-            for p in on_device.parameters():
-                _eager_value(p.grad).wait()
+            tt.wait([p.grad for p in on_device.parameters()])
             return loss.item()
         return run
 

@@ -24,6 +24,10 @@ pub struct RunMlirArgs {
     /// Print every element (default: the first 16 of each output).
     #[arg(long)]
     pub full: bool,
+    /// After the printed run, execute the program N more times on the same device inputs
+    /// (each waited for) and print the median and fastest execution time.
+    #[arg(long, default_value_t = 0)]
+    pub repeat: usize,
 }
 
 pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
@@ -71,6 +75,24 @@ pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
         "compiled in {compile_ms:.1} ms, ran in {run_ms:.3} ms on {}",
         device.kind()
     );
+    if args.repeat > 0 {
+        let mut ms = Vec::with_capacity(args.repeat);
+        for _ in 0..args.repeat {
+            let start = Instant::now();
+            for o in exe.execute(&refs)? {
+                o.block_until_ready()?;
+            }
+            ms.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        ms.sort_by(f64::total_cmp);
+        println!(
+            "execute (inputs on the device, outputs waited for), {} runs: median {:.3} ms, \
+             fastest {:.3} ms",
+            ms.len(),
+            ms[ms.len() / 2],
+            ms[0]
+        );
+    }
     Ok(())
 }
 

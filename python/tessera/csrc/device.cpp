@@ -1102,19 +1102,33 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     static bool registered = (register_direct_ops(), true);
     (void)registered;
   });
-  // torch.compile's programs: a device tensor's value (raw, for `_native.eager_from_raw`), and
-  // a new device tensor over a raw value (from `_native.eager_into_raw`).
-  m.def("value", [](const at::Tensor& t) {
-    TORCH_CHECK(is_tpu(t), "tpu: expected a device tensor, got one on ", t.device());
-    DevArg a = tensor_arg(t);
-    Value* v = nullptr;
-    Results r;
-    TORCH_CHECK(g_value(&a, &v, &r, &fail) == OK, r.error);
-    return reinterpret_cast<uintptr_t>(v);
+  // torch.compile's programs: device tensors' values (raw, for `_native.eager_from_raws`), or
+  // None when one of them is no device tensor; and new device tensors over raw values (from
+  // `_native.eager_into_raws`). Lists: a program passes dozens of tensors each way per call.
+  m.def("values", [](const std::vector<at::Tensor>& ts) -> std::optional<std::vector<uintptr_t>> {
+    for (const auto& t : ts) {
+      if (!is_tpu(t)) return std::nullopt;
+    }
+    std::vector<uintptr_t> out;
+    out.reserve(ts.size());
+    for (const auto& t : ts) {
+      DevArg a = tensor_arg(t);
+      Value* v = nullptr;
+      Results r;
+      TORCH_CHECK(g_value(&a, &v, &r, &fail) == OK, r.error);
+      out.push_back(reinterpret_cast<uintptr_t>(v));
+    }
+    return out;
   });
-  m.def("wrap", [](uintptr_t value, int32_t dtype, std::vector<int64_t> dims) {
-    return wrap(reinterpret_cast<Value*>(value), dtype, dims);
-  });
+  m.def("wrap_all",
+        [](const std::vector<std::tuple<uintptr_t, int32_t, std::vector<int64_t>>>& values) {
+          std::vector<at::Tensor> out;
+          out.reserve(values.size());
+          for (const auto& [value, dtype, dims] : values) {
+            out.push_back(wrap(reinterpret_cast<Value*>(value), dtype, dims));
+          }
+          return out;
+        });
   m.def("fallbacks", [] {
     std::lock_guard<std::mutex> lock(g_fallback_lock);
     return fallback_counts();

@@ -45,7 +45,8 @@ from . import tensor as _tensor
 from .backend import NAME, device
 from .tensor import TpuTensor, sync_for_thread
 
-__all__ = ["TpuTensor", "to_device", "metrics", "reset_metrics", "set_mode", "mode", "sync", "device"]
+__all__ = ["TpuTensor", "to_device", "metrics", "reset_metrics", "set_mode", "mode", "sync", "wait",
+           "device"]
 
 
 def _patch_autograd():
@@ -99,6 +100,20 @@ def mode():
 def sync():
     """Runs this thread's deferred ops now (TorchTPU's `sync`)."""
     sync_for_thread()
+
+
+def wait(tensors):
+    """Blocks until device tensors' values are computed (`jax.block_until_ready` for a tensor
+    or a list of them: a training step's gradients), in one call; raises the error of an op
+    that failed. Runs this thread's deferred ops first, as any read does."""
+    ts = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    bad = next((t for t in ts if not isinstance(t, torch.Tensor) or t.device.type != NAME), None)
+    if bad is not None:
+        got = f"one on {bad.device}" if isinstance(bad, torch.Tensor) else type(bad).__name__
+        raise TypeError(f"tessera.torch.wait: expected tensors on the {NAME} device, got {got}")
+    sync_for_thread()
+    values = _eager_values(ts) if CPP is not None else [_tensor._value(t) for t in ts]
+    _native.eager_wait_all(values)
 
 
 def metrics():
@@ -236,15 +251,30 @@ if CPP is not None:
 def _eager_value(t):
     """Device tensor `t`'s eager value (an EagerTensor), under either dispatch."""
     if CPP is not None:
-        return _native.eager_from_raw(CPP.value(t))
+        raws = CPP.values([t])
+        if raws is None:
+            raise TypeError(f"expected a tensor on the tpu device, got one on {t.device}")
+        return _native.eager_from_raws(raws)[0]
     return _tensor._value(t)
+
+
+def _eager_values(ts):
+    """Under the C++ dispatch, device tensors `ts`'s eager values (one call for all), or None
+    if one of them is not a device tensor."""
+    raws = CPP.values(ts)
+    return None if raws is None else _native.eager_from_raws(raws)
 
 
 def _from_eager(e):
     """Eager value `e` as a device tensor of this process's dispatch."""
     if CPP is not None:
-        return CPP.wrap(*_native.eager_into_raw(e))
+        return CPP.wrap_all(_native.eager_into_raws([e]))[0]
     return _tensor._wrap(e)
+
+
+def _from_eagers(es):
+    """Under the C++ dispatch, eager values `es` as device tensors (one call for all)."""
+    return CPP.wrap_all(_native.eager_into_raws(es))
 
 
 _LIB = _register_factories() if CPP is None else None

@@ -306,6 +306,13 @@ def compiled_step_matches(model, inputs, device):
 
 
 compiled_step_matches(dev, dx, TPU)
+# Waiting for a step's gradients: one call, the values as read.
+tt.wait([p.grad for p in dev.parameters()])
+try:
+    tt.wait([next(dev.parameters()).grad, x])
+    raise AssertionError("waited on a CPU tensor")
+except TypeError as e:
+    assert "expected tensors on the tpu device, got one on cpu" in str(e), e
 assert tc.report()["programs_traced"] == 2 and not tc.report()["fallbacks"], tc.report()
 # The same class compiled on CPU tensors: what the forward saves for the backward stays on
 # the device, results and gradients come back to the CPU.
