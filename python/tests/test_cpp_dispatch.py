@@ -11,7 +11,7 @@ import pytest
 
 CHECKS = pathlib.Path(__file__).parent / "cpp_dispatch" / "checks.py"
 EXPECTED = ["ops", "views", "in-place through views", "copies", "lazy views", "print", "numbers",
-            "unboxed kernels", "autocast", "storages", "autograd and AdamW",
+            "unboxed kernels", "in-place views", "autocast", "storages", "autograd and AdamW",
             "parameters moved in place", "compiled", "fallback", "errors"]
 
 

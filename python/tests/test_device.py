@@ -561,6 +561,14 @@ def test_gradients_through_complex_ops_on_the_device():
     assert td.metrics()["fallbacks"] == {}
 
 
+def test_in_place_views_change_the_tensors_own_metadata():
+    from cpp_dispatch.inplace_views import check_inplace_views
+
+    td.reset_metrics()
+    assert check_inplace_views("tpu") == 10
+    assert td.metrics()["fallbacks"] == {}
+
+
 def test_autocast_takes_cudas_cast_policy():
     from cpp_dispatch.autocast import check_autocast
 

@@ -964,8 +964,9 @@ bool compatible_shallow_copy(const at::Tensor& self, const at::Tensor& from) {
 // - structured ops (`add.Tensor`, `mul_`): their default kernel computes the result's
 //   metadata with a TensorIterator, allocates it and calls the `out=` overload;
 // - composites of ops Tessera lowers (`convolution`: its composite calls
-//   `convolution_overrideable` off CPU and CUDA), except views (torch's strided composites
-//   keep the aliasing) and ops taking a device (moves and factories keep torch's kernels).
+//   `convolution_overrideable` off CPU and CUDA), except views and in-place views (torch's
+//   strided composites keep the aliasing) and ops taking a device (moves and factories keep
+//   torch's kernels).
 std::vector<std::unique_ptr<torch::Library>> g_libraries;
 
 bool takes_the_op_itself(const c10::OperatorHandle& op, const std::string& name) {
@@ -973,6 +974,10 @@ bool takes_the_op_itself(const c10::OperatorHandle& op, const std::string& name)
   // `copy` takes a source on any device (its composite reaches `copy_` below).
   if (name == "aten::copy") return false;
   if (op.hasKernelForDispatchKey(DispatchKey::PrivateUse1)) return false;
+  // In-place views (`squeeze_`, `t_`, `as_strided_`) change the tensor's own metadata only:
+  // torch's strided composites do that (FunctionalTensor runs them on its wrappers, whose
+  // storages hold no value, when torch.compile traces a model on the device).
+  if (op.hasTag(at::Tag::inplace_view)) return false;
   if (op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutogradNonFunctional)) return true;
   if (!op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd) ||
       g_find(name.c_str()) == nullptr)

@@ -20,6 +20,7 @@ from .tensor import (
     _empty_strided,
     _from_cpu,
     _mode_for_thread,
+    _restride,
     _Storage,
     _storage_cpu,
     _to_cpu,
@@ -195,7 +196,10 @@ def _traced_op(func, args, kwargs):
         if not isinstance(o, torch.Tensor):
             return o
         if id(o) in inner_of:
-            return inner_of[id(o)]
+            t = inner_of[id(o)]
+            if torch.Tag.inplace_view in func.tags:
+                _restride(t, o.shape, o.stride(), o.storage_offset())  # `unsqueeze_`: as inner
+            return t
         return TpuTensor.__tensor_unflatten__({"_meta": o}, (o.storage_offset(),), o.shape, o.stride())
 
     return _tree_map(outer, out)
@@ -249,6 +253,8 @@ def _route(func):
     special = _SPECIAL.get(func)
     if special is not None:
         return (_SPECIAL_OP, special)
+    if torch.Tag.inplace_view in func.tags and func._schema.name not in _STORAGE_SETTERS:
+        return (_SPECIAL_OP, _inplace_view)
     kernel = KERNEL_OPS.get(func)
     if kernel is not None:
         return (_KERNEL_OP, kernel)
@@ -622,6 +628,22 @@ def _conj(func, args, kwargs):
     if not x.is_complex():
         return _view(func, args, kwargs)
     return aten.conj_physical.default(x)
+
+
+def _inplace_view(func, args, kwargs):
+    """An in-place view op (`squeeze_`, `t_`, `transpose_`, `as_strided_`, ...): the tensor's
+    own sizes, strides and offset change as torch computes them on a meta tensor; its storage
+    and values stay. Run as ordinary ops these left the metadata as it was."""
+    _counts["ops"] += 1
+    x = args[0]
+    m = _meta(x)
+    func(m, *args[1:], **kwargs)
+    _restride(x, m.shape, m.stride(), m.storage_offset())
+    return x
+
+
+# In-place view ops that replace the storage (or resize it) rather than view it anew.
+_STORAGE_SETTERS = {"aten::set_", "aten::resize_", "aten::resize_as_"}
 
 
 # Ops run as other ops (after the device and dtype checks), views included.

@@ -60,16 +60,15 @@ class TpuTensor(torch.Tensor):
         # Computed once: whether the tensor is its whole storage, contiguous (then its value is
         # the storage's value), and its shape as the storage's value shape is kept.
         t._shape = tuple(size)
-        if full is None:
-            full = (
-                not offset
-                and list(stride) == _contiguous_strides(t._shape)
-                and t.numel() == storage.numel
-            )
-        t._full = full
+        t._full = t._full_view() if full is None else full
         return t
 
     __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def _full_view(self):
+        """Whether the tensor is its whole storage, contiguous from offset 0."""
+        return (not self.storage_offset() and list(self.stride()) == _contiguous_strides(self._shape)
+                and self.numel() == self._storage_.numel)
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -369,3 +368,12 @@ def sync_for_thread():
 
 
 from . import dispatch  # noqa: E402  (it imports this module's names)
+
+
+def _restride(t, size, stride, offset):
+    """Sets device tensor `t`'s own sizes, strides and storage offset (an in-place view op):
+    torch's strided kernel changes the wrapper's metadata, the storage stays."""
+    with torch.utils._mode_utils.no_dispatch():
+        torch.ops.aten.as_strided_.default(t, size, stride, offset)
+    t._shape = tuple(size)
+    t._full = t._full_view()

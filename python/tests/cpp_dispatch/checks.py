@@ -190,6 +190,13 @@ except RuntimeError as e:
     assert "same device" in str(e) and "aten::add.Tensor" in str(e), e
 ok("unboxed kernels")
 
+from inplace_views import check_inplace_views  # noqa: E402
+
+tt.reset_metrics()
+assert check_inplace_views(TPU) == 10
+assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
+ok("in-place views")
+
 from autocast import check_autocast  # noqa: E402
 
 tt.reset_metrics()
@@ -305,6 +312,7 @@ def compiled_step_matches(model, inputs, device):
             torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-4)
 
 
+traced = tc.report()["programs_traced"]  # the in-place views' program came before
 compiled_step_matches(dev, dx, TPU)
 # Waiting for a step's gradients: one call, the values as read.
 tt.wait([p.grad for p in dev.parameters()])
@@ -313,7 +321,7 @@ try:
     raise AssertionError("waited on a CPU tensor")
 except TypeError as e:
     assert "expected tensors on the tpu device, got one on cpu" in str(e), e
-assert tc.report()["programs_traced"] == 2 and not tc.report()["fallbacks"], tc.report()
+assert tc.report()["programs_traced"] == traced + 2 and not tc.report()["fallbacks"], tc.report()
 # The same class compiled on CPU tensors: what the forward saves for the backward stays on
 # the device, results and gradients come back to the CPU.
 compiled_step_matches(copy.deepcopy(cpu), x, "cpu")
