@@ -11,8 +11,8 @@ import pytest
 
 CHECKS = pathlib.Path(__file__).parent / "cpp_dispatch" / "checks.py"
 EXPECTED = ["ops", "views", "in-place through views", "copies", "lazy views", "print", "numbers",
-            "unboxed kernels", "in-place views", "autocast", "storages", "autograd and AdamW",
-            "parameters moved in place", "compiled", "fallback", "errors"]
+            "unboxed kernels", "in-place views", "grad scaler", "autocast", "storages",
+            "autograd and AdamW", "parameters moved in place", "compiled", "fallback", "errors"]
 
 
 @pytest.mark.parametrize("mode", ["strict", "defer"])

@@ -569,6 +569,14 @@ def test_in_place_views_change_the_tensors_own_metadata():
     assert td.metrics()["fallbacks"] == {}
 
 
+def test_grad_scaler_ops_run_on_the_device():
+    from cpp_dispatch.grad_scaler import check_grad_scaler
+
+    td.reset_metrics()
+    assert check_grad_scaler("tpu") == 28
+    assert td.metrics()["fallbacks"] == {}
+
+
 def test_autocast_takes_cudas_cast_policy():
     from cpp_dispatch.autocast import check_autocast
 

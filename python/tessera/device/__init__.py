@@ -40,6 +40,7 @@ Limits (measured or by design):
 import torch
 
 from .. import _native
+from . import amp as _amp
 from . import dispatch as _dispatch
 from . import tensor as _tensor
 from .backend import NAME, device
@@ -279,4 +280,5 @@ def _from_eagers(es):
 
 _LIB = _register_factories() if CPP is None else None
 _RNN_LIB = _register_rnns()
+_AMP_LIB = _amp.register() if CPP is not None else None
 _patch_autograd()

@@ -10,6 +10,7 @@ import torch
 
 from .. import _native
 from ..ops import _DTYPES
+from . import amp as _amp
 from .tensor import (
     TpuTensor,
     _call,
@@ -662,8 +663,10 @@ def _alias(func, args, kwargs):
     return TpuTensor(t._storage_, t.shape, t.stride(), t.storage_offset(), full=t._full)
 
 
-# Ops with device semantics of their own (moves, copies across devices, factories).
+# Ops with device semantics of their own (moves, copies across devices, factories), and
+# GradScaler's ops (tessera.device.amp).
 _SPECIAL = {
+    **{getattr(aten, name).default: _amp.handler(fn) for name, fn in _amp.OPS.items()},
     aten.detach.default: _alias,
     aten.alias.default: _alias,
     aten._to_copy.default: _to_copy,

@@ -67,7 +67,8 @@ class TpuTensor(torch.Tensor):
 
     def _full_view(self):
         """Whether the tensor is its whole storage, contiguous from offset 0."""
-        return (not self.storage_offset() and list(self.stride()) == _contiguous_strides(self._shape)
+        return (not self.storage_offset()
+                and list(self.stride()) == _contiguous_strides(self._shape)
                 and self.numel() == self._storage_.numel)
 
     @classmethod

@@ -197,6 +197,13 @@ assert check_inplace_views(TPU) == 10
 assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
 ok("in-place views")
 
+from grad_scaler import check_grad_scaler  # noqa: E402
+
+tt.reset_metrics()
+assert check_grad_scaler(TPU) == 28
+assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
+ok("grad scaler")
+
 from autocast import check_autocast  # noqa: E402
 
 tt.reset_metrics()
