@@ -561,27 +561,24 @@ def test_gradients_through_complex_ops_on_the_device():
     assert td.metrics()["fallbacks"] == {}
 
 
-def test_in_place_views_change_the_tensors_own_metadata():
-    from cpp_dispatch.inplace_views import check_inplace_views
+# Checks shared with the C++ dispatch's checks.py (python/tests/cpp_dispatch/): module,
+# function, how many comparisons it makes. Each runs on the device without a fallback.
+SHARED_CHECKS = [
+    # In-place views change the tensor's own metadata, in eager and in compiled programs.
+    ("inplace_views", "check_inplace_views", 10),
+    # torch.amp.GradScaler's ops on the device, against torch CPU's kernels.
+    ("grad_scaler", "check_grad_scaler", 28),
+    # torch.autocast("tpu") takes CUDA's cast policy.
+    ("autocast", "check_autocast", 16),
+]
+
+
+@pytest.mark.parametrize("module, check, compared", SHARED_CHECKS)
+def test_shared_device_checks(module, check, compared):
+    import importlib
 
     td.reset_metrics()
-    assert check_inplace_views("tpu") == 10
-    assert td.metrics()["fallbacks"] == {}
-
-
-def test_grad_scaler_ops_run_on_the_device():
-    from cpp_dispatch.grad_scaler import check_grad_scaler
-
-    td.reset_metrics()
-    assert check_grad_scaler("tpu") == 28
-    assert td.metrics()["fallbacks"] == {}
-
-
-def test_autocast_takes_cudas_cast_policy():
-    from cpp_dispatch.autocast import check_autocast
-
-    td.reset_metrics()
-    assert check_autocast("tpu") == 16
+    assert getattr(importlib.import_module(f"cpp_dispatch.{module}"), check)("tpu") == compared
     assert td.metrics()["fallbacks"] == {}
 
 
