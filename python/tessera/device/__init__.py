@@ -4,6 +4,7 @@
     x = torch.randn(4, 4).to("tpu")          # or tt.to_device(x)
     model = MyModel().to("tpu")              # or tt.to_device(model)
     loss = model(x).sum(); loss.backward()   # forward and backward ATen ops run on the device
+    tt.wait([p.grad for p in model.parameters()])  # block until computed (no copy)
     print(loss.item(), tt.metrics())
 
 PyTorch's PrivateUse1 backend is renamed `tpu`; a device tensor is a `torch.Tensor` wrapper
