@@ -110,6 +110,16 @@ def _conv_k(transposed_at, groups_at):
     return k
 
 
+def _conv_backward_k(args, kwargs):
+    """convolution_backward: the largest k of its three contractions. grad_input sums over
+    out_channels / groups * prod(kernel) (at most the weight's numel over one of its first two
+    dims, transposed or not); grad_weight and grad_bias over the batch and output positions
+    (grad_output's numel over its channels)."""
+    g, w = args[0], args[2]
+    k_input = max(w.numel() // max(w.shape[0], 1), w.numel() // max(w.shape[1], 1))
+    return max(k_input, g.numel() // max(g.shape[1], 1))
+
+
 def _k_einsum(args, kwargs):
     ts = args[1] if len(args) > 1 else []
     return max((t.numel() for t in ts if isinstance(t, torch.Tensor)), default=None)
@@ -125,6 +135,7 @@ CONTRACTIONS = {
     "convolution": _conv_k(6, 8), "_convolution": _conv_k(6, 8), "conv1d": _conv_k(None, 6),
     "conv2d": _conv_k(None, 6), "conv3d": _conv_k(None, 6), "conv_transpose1d": _conv_k(True, 6),
     "conv_transpose2d": _conv_k(True, 6), "conv_transpose3d": _conv_k(True, 6),
+    "convolution_backward": _conv_backward_k,
 }
 
 
@@ -158,8 +169,10 @@ def contraction_bound(func, args, kwargs, k, dtype):
         return t
 
     scale = func(*[absf64(a) for a in args], **{n: absf64(v) for n, v in kwargs.items()})
-    u = torch.finfo(dtype).eps / 2
-    return scale * (CONTRACTION_LAMBDA * k**0.5 * u) if isinstance(scale, torch.Tensor) else None
+    factor = CONTRACTION_LAMBDA * k**0.5 * torch.finfo(dtype).eps / 2
+    if isinstance(scale, (list, tuple)):  # one bound per result (convolution_backward's grads)
+        return tuple(s * factor if isinstance(s, torch.Tensor) else None for s in scale)
+    return scale * factor if isinstance(scale, torch.Tensor) else None
 
 
 def within(actual, reference, atol, rtol, extra=None):
