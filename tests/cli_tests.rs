@@ -149,6 +149,10 @@ fn run_mlir_runs_a_file_with_explicit_inputs() {
         .map(str::to_string)
         .unwrap_or_else(|| panic!("no timing line: {}", stdout(&o)));
     assert!(timing.contains("5 runs: median "), "{timing}");
+    // A count past the bound is refused by name, not attempted.
+    let o = tessera(&["run-mlir", path, "--repeat", "10000000000"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--repeat"), "{}", stderr(&o));
     // Wrong inputs: our own check, a clean error and a non-zero exit.
     let o = tessera(&["run-mlir", path, "--input", "f32[4]=1"]);
     assert!(!o.status.success());

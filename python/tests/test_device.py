@@ -567,7 +567,7 @@ SHARED_CHECKS = [
     # In-place views change the tensor's own metadata, in eager and in compiled programs.
     ("inplace_views", "check_inplace_views", 10),
     # torch.amp.GradScaler's ops on the device, against torch CPU's kernels.
-    ("grad_scaler", "check_grad_scaler", 28),
+    ("grad_scaler", "check_grad_scaler", 29),
     # torch.autocast("tpu") takes CUDA's cast policy.
     ("autocast", "check_autocast", 16),
 ]

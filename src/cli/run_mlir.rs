@@ -25,9 +25,9 @@ pub struct RunMlirArgs {
     #[arg(long)]
     pub full: bool,
     /// After the printed run, execute the program N more times on the same device inputs
-    /// (each waited for) and print the median and fastest execution time.
-    #[arg(long, default_value_t = 0)]
-    pub repeat: usize,
+    /// (each waited for) and print the median and fastest execution time (at most 1,000,000).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub repeat: u32,
 }
 
 pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
@@ -76,7 +76,7 @@ pub fn run(args: &RunMlirArgs) -> Result<(), CliError> {
         device.kind()
     );
     if args.repeat > 0 {
-        let mut ms = Vec::with_capacity(args.repeat);
+        let mut ms = Vec::with_capacity(args.repeat as usize);
         for _ in 0..args.repeat {
             let start = Instant::now();
             for o in exe.execute(&refs)? {

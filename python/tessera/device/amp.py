@@ -27,7 +27,7 @@ def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_facto
     the grown scale is finite) and the count restarts; otherwise the count goes up."""
     inf = found_inf > 0
     good = growth_tracker + 1
-    grow = good >= interval
+    grow = good == interval  # as torch's kernels: a count already past it never grows
     grown = scale * growth_factor
     kept = torch.where(torch.logical_and(grow, torch.isfinite(grown)), grown, scale)
     scale.copy_(torch.where(inf, scale * backoff_factor, kept))

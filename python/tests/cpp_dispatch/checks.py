@@ -200,7 +200,7 @@ ok("in-place views")
 from grad_scaler import check_grad_scaler  # noqa: E402
 
 tt.reset_metrics()
-assert check_grad_scaler(TPU) == 28
+assert check_grad_scaler(TPU) == 29
 assert not tt.metrics()["fallbacks"], tt.metrics()["fallbacks"]
 ok("grad scaler")
 

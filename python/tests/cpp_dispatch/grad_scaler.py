@@ -45,14 +45,17 @@ def check_grad_scaler(device):
             _same(dscale, scale)
             _same(dtracker, tracker)
             checks += 1
-    # A grown scale that is not finite is not taken (the count still restarts).
-    scale, tracker = torch.full((1,), 3e38), torch.ones(1, dtype=torch.int32)
-    dscale, dtracker = scale.to(device), tracker.to(device)
-    torch._amp_update_scale_(scale, tracker, torch.zeros(1), 2.0, 0.5, 2)
-    torch._amp_update_scale_(dscale, dtracker, torch.zeros(1, device=device), 2.0, 0.5, 2)
-    _same(dscale, scale)
-    _same(dtracker, tracker)
-    checks += 1
+    # A grown scale that is not finite is not taken (the count still restarts); a count that
+    # is already past the interval only goes up, as in torch's kernels.
+    for start_scale, start_count in ((3e38, 1), (8.0, 5)):
+        scale = torch.full((1,), start_scale)
+        tracker = torch.full((1,), start_count, dtype=torch.int32)
+        dscale, dtracker = scale.to(device), tracker.to(device)
+        torch._amp_update_scale_(scale, tracker, torch.zeros(1), 2.0, 0.5, 2)
+        torch._amp_update_scale_(dscale, dtracker, torch.zeros(1, device=device), 2.0, 0.5, 2)
+        _same(dscale, scale)
+        _same(dtracker, tracker)
+        checks += 1
     return checks + _scaled_training(device)
 
 
