@@ -11,7 +11,7 @@ use crate::mode::EagerMode;
 use crate::runtime::{Runtime, Val};
 use crate::stats::{count, FlushReason};
 use crate::tensor::{PendingRef, State, Storage};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -39,7 +39,7 @@ pub(crate) struct Graph {
     pub(crate) inputs: Vec<Arc<Buffer>>,
     /// The storage each input was read from (None: a view's base was read through ops).
     pub(crate) input_from: Vec<Option<Weak<Storage>>>,
-    input_at: HashMap<usize, u32>,
+    input_at: FxHashMap<usize, u32>,
     pub(crate) nodes: Vec<Node>,
     /// Storages that took a pending result; at a flush, those still alive and still holding
     /// it make that result an output.
@@ -84,7 +84,7 @@ impl Graph {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             inputs: Vec::new(),
             input_from: Vec::new(),
-            input_at: HashMap::new(),
+            input_at: FxHashMap::default(),
             nodes: Vec::new(),
             holders: Vec::new(),
             mode: EagerMode::DeferAndFuse,

@@ -92,7 +92,7 @@ impl ProgramOp {
         let m = mode();
         count(m, |s| s.ops += 1);
         with(|rt| {
-            let vals = rt.inputs_of(inputs.iter(), m)?;
+            let vals = rt.inputs_of(inputs.iter().map(Ok), m)?;
             let arguments = || {
                 let tys: Vec<String> = inputs
                     .iter()

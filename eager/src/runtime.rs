@@ -8,6 +8,7 @@ use crate::mode::{mode, EagerMode};
 use crate::stats::{count, FlushReason};
 use crate::tensor::{op_name, OpName, PendingRef, State, Storage, Tensor};
 use crate::{scalars, view};
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, Weak};
@@ -109,14 +110,13 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Runtime) -> Result<R>) -> Result<R> {
 pub(crate) fn describe(b: &Bound<TensorType>) -> String {
     let mut parts = Vec::new();
     for (a, v) in b.schema.args.iter().zip(&b.values) {
-        let ts = v.tensors();
-        if ts.is_empty() {
-            continue;
-        }
-        let tys: Vec<String> = ts
-            .iter()
+        let tys: Vec<String> = v
+            .tensors()
             .map(|t| format!("{}{:?}", t.dtype, t.shape))
             .collect();
+        if tys.is_empty() {
+            continue;
+        }
         parts.push(format!("{}: {}", a.name, tys.join(", ")));
     }
     if parts.is_empty() {
@@ -191,10 +191,35 @@ impl Runtime {
     /// The one path of every op call. `view_ok`: a view op returns a view of its input
     /// (false when a view is being materialized or written back).
     pub(crate) fn call(&mut self, bound: Bound<Tensor>, view_ok: bool) -> Result<Vec<Output>> {
+        Ok(self.call_keeping(bound, view_ok, false)?.0)
+    }
+
+    /// [`Runtime::call`]; with `keep`, also the op's entry where it alone can run the call
+    /// again on tensors of the same types ([`crate::memo`]): lifting numbers left the call as
+    /// it was, and the op is not a view.
+    pub(crate) fn call_keeping(
+        &mut self,
+        bound: Bound<Tensor>,
+        view_ok: bool,
+        keep: bool,
+    ) -> Result<(Vec<Output>, Option<Arc<OpEntry>>)> {
         let m = mode();
         count(m, |s| s.ops += 1);
-        let bound = scalars::lift(self, bound)?;
         let options = CallOptions::default();
+        // The call's schema, values and tensors' identities, to see whether lifting changed it.
+        let identity = |b: &Bound<Tensor>| {
+            key_of(b, options, |k, t: &Tensor| {
+                k.push(Arc::as_ptr(&t.storage) as usize as u64);
+                k.push(
+                    t.view
+                        .as_ref()
+                        .map_or(0, |v| Arc::as_ptr(v) as usize as u64),
+                );
+            })
+        };
+        let before = keep.then(|| identity(&bound));
+        let bound = scalars::lift(self, bound)?;
+        let keep = before.is_some_and(|b| b == identity(&bound)) && !view::is_view_op(bound.schema);
         let key = key_of(&bound, options, |k, t: &Tensor| t.push_type(k));
         let entry = match lookup(&key) {
             Some(e) => {
@@ -209,21 +234,51 @@ impl Runtime {
         };
         if view_ok {
             if let Some(t) = view::as_view(&entry, &bound)? {
-                return Ok(vec![Output::Tensor(t)]);
+                return Ok((vec![Output::Tensor(t)], None));
             }
         }
-        let tensors: Vec<&Tensor> = bound.values.iter().flat_map(|v| v.tensors()).collect();
-        let mut inputs = self.inputs_of(entry.plan()?.inputs.iter().map(|&i| tensors[i]), m)?;
+        let outs = self.run_op(&entry, &bound, m)?;
+        Ok((outs, keep.then_some(entry)))
+    }
+
+    /// A call whose entry [`crate::memo`] kept: `bound` holds tensors of the types it was
+    /// built for, alone (the arguments after them at their defaults).
+    pub(crate) fn call_entry(
+        &mut self,
+        entry: &Arc<OpEntry>,
+        bound: &Bound<Tensor>,
+    ) -> Result<Vec<Output>> {
+        let m = mode();
+        count(m, |s| {
+            s.ops += 1;
+            s.cache_hits += 1;
+        });
+        self.run_op(entry, bound, m)
+    }
+
+    /// Runs (or records) `entry`, the op `bound` calls, and gives its outputs.
+    fn run_op(
+        &mut self,
+        entry: &Arc<OpEntry>,
+        bound: &Bound<Tensor>,
+        m: EagerMode,
+    ) -> Result<Vec<Output>> {
+        // The plan numbers tensors as they come, lists flattened (a call has a few).
+        let nth = |i: usize| bound.values.iter().flat_map(|v| v.tensors()).nth(i);
+        let tensors = entry.plan()?.inputs.iter().map(|&i| {
+            nth(i).ok_or_else(|| EagerError::Usage(format!("internal: no tensor {i} in the call")))
+        });
+        let mut inputs = self.inputs_of(tensors, m)?;
         if entry.random {
             inputs.push((Val::Buf(self.upload_buffer(&crate::rng::next_key())?), None));
         }
         let results = if entry.results.is_empty() {
             Vec::new()
         } else {
-            self.run_entry(&entry, inputs, m, &|| describe(&types_of(&bound)))?
+            self.run_entry(entry, inputs, m, &|| describe(&types_of(bound)))?
         };
-        let outs = self.outputs(&entry, &bound, results)?;
-        self.after_op(&entry, m)?;
+        let outs = self.outputs(entry, bound, results)?;
+        self.after_op(entry, m)?;
         Ok(outs)
     }
 
@@ -231,13 +286,14 @@ impl Runtime {
     /// function's replay reads it again); outside DeferAndFuse a pending value is computed.
     pub(crate) fn inputs_of<'t>(
         &mut self,
-        tensors: impl Iterator<Item = &'t Tensor>,
+        tensors: impl Iterator<Item = Result<&'t Tensor>>,
         m: EagerMode,
     ) -> Result<Vec<(Val, Option<Weak<Storage>>)>> {
         let need = (!m.defers()).then_some(FlushReason::NeedsValue);
         tensors
             .map(|t| {
-                let v = self.value_of(t, need)?.1;
+                let t = t?;
+                let v = self.val_of(t, need)?;
                 Ok((v, t.view.is_none().then(|| Arc::downgrade(&t.storage))))
             })
             .collect()
@@ -282,7 +338,7 @@ impl Runtime {
         arguments: &dyn Fn() -> String,
     ) -> Result<Vec<Val>> {
         let op = entry.op();
-        let mut bufs: Vec<&Buffer> = Vec::with_capacity(inputs.len());
+        let mut bufs: SmallVec<[&Buffer; 8]> = SmallVec::with_capacity(inputs.len());
         for v in inputs {
             match v {
                 Val::Buf(b) => bufs.push(b),
@@ -380,14 +436,29 @@ impl Runtime {
         t: &Tensor,
         need: Option<FlushReason>,
     ) -> Result<(TensorType, Val, Option<OpName>)> {
+        self.value_and(t, need, |c| c.ty.clone())
+    }
+
+    /// [`Runtime::value_of`] without the type (an op's inputs: copying it costs per op).
+    fn val_of(&mut self, t: &Tensor, need: Option<FlushReason>) -> Result<Val> {
+        Ok(self.value_and(t, need, |_| ())?.1)
+    }
+
+    /// `info` of the storage's cell, the value and its op, as [`Runtime::value_of`] says.
+    fn value_and<I>(
+        &mut self,
+        t: &Tensor,
+        need: Option<FlushReason>,
+        info: impl Fn(&crate::tensor::Cell) -> I,
+    ) -> Result<(I, Val, Option<OpName>)> {
         if t.view.is_some() {
             let base = view::materialize(self, t)?;
-            return self.value_of(&base, need);
+            return self.value_and(&base, need, info);
         }
         for attempt in 0..2 {
             let (ty, state) = {
                 let c = t.storage.lock();
-                (c.ty.clone(), c.state.clone())
+                (info(&c), c.state.clone())
             };
             match state {
                 State::Ready { buf, op } => return Ok((ty, Val::Buf(buf), op)),
@@ -503,14 +574,14 @@ impl Runtime {
             });
         }
         for &(arg, out) in &entry.writes {
-            match (&bound.values[arg], outs.get(out)) {
-                (ArgValue::Tensor(target), Some(Output::Tensor(src))) => {
+            match (bound.values.get(arg), outs.get(out)) {
+                (Some(ArgValue::Tensor(target)), Some(Output::Tensor(src))) => {
                     let src = src.clone();
                     self.assign(target, &src)?;
                     outs[out] = Output::Tensor(target.clone());
                 }
                 // A list `out` (`split_copy.Tensor_out`): one result into each of its tensors.
-                (ArgValue::TensorList(targets), Some(Output::Tensors(srcs))) => {
+                (Some(ArgValue::TensorList(targets)), Some(Output::Tensors(srcs))) => {
                     for (target, src) in targets.iter().zip(srcs.clone()) {
                         self.assign(target, &src)?;
                     }

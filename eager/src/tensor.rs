@@ -166,6 +166,17 @@ impl Tensor {
         }
     }
 
+    /// `f` of the dtype and shape, without copying them (one lock, where the two are read).
+    pub fn with_type<R>(&self, f: impl FnOnce(DType, &[usize]) -> R) -> R {
+        match &self.view {
+            Some(v) => f(v.ty.dtype, &v.ty.shape),
+            None => {
+                let c = self.storage.lock();
+                f(c.ty.dtype, &c.ty.shape)
+            }
+        }
+    }
+
     pub fn dtype(&self) -> DType {
         match &self.view {
             Some(v) => v.ty.dtype,

@@ -116,26 +116,33 @@ fn is_view_arg(b: &Bound<Tensor>) -> bool {
         .is_some_and(|v| matches!(v, ArgValue::Tensor(t) if !t.is_view()))
 }
 
+/// The ops whose result is a view of their first argument (when its inverse is known).
+const VIEW_OPS: [&str; 15] = [
+    "select",
+    "slice",
+    "diagonal",
+    "as_strided",
+    "expand",
+    "t",
+    "transpose",
+    "permute",
+    "view",
+    "_unsafe_view",
+    "unsqueeze",
+    "alias",
+    "detach",
+    "squeeze",
+    "reshape",
+];
+
+/// Whether `schema` may return a view of its input ([`as_view`]).
+pub(crate) fn is_view_op(schema: &OpSchema) -> bool {
+    VIEW_OPS.contains(&schema.name)
+}
+
 /// If the call is a view op, the view of its input (no program runs; `entry` gave its type).
 pub(crate) fn as_view(entry: &OpEntry, b: &Bound<Tensor>) -> Result<Option<Tensor>> {
-    const VIEW_OPS: [&str; 15] = [
-        "select",
-        "slice",
-        "diagonal",
-        "as_strided",
-        "expand",
-        "t",
-        "transpose",
-        "permute",
-        "view",
-        "_unsafe_view",
-        "unsqueeze",
-        "alias",
-        "detach",
-        "squeeze",
-        "reshape",
-    ];
-    if !VIEW_OPS.contains(&b.schema.name) {
+    if !is_view_op(b.schema) {
         return Ok(None);
     }
     let Some(ArgValue::Tensor(src)) = b.values.first() else {

@@ -103,12 +103,14 @@ impl<T> ArgValue<T> {
     }
 
     /// Every tensor in the argument, in order (lists flattened, `None`s skipped).
-    pub fn tensors(&self) -> Vec<&T> {
-        match self {
-            ArgValue::Tensor(t) => vec![t],
-            ArgValue::TensorList(ts) => ts.iter().collect(),
-            ArgValue::OptTensorList(ts) => ts.iter().flatten().collect(),
-            _ => Vec::new(),
-        }
+    pub fn tensors(&self) -> impl Iterator<Item = &T> {
+        // An iterator, not a Vec: the eager runtime asks per argument of every op.
+        let (one, list, opts): (Option<&T>, &[T], &[Option<T>]) = match self {
+            ArgValue::Tensor(t) => (Some(t), &[], &[]),
+            ArgValue::TensorList(ts) => (None, ts, &[]),
+            ArgValue::OptTensorList(ts) => (None, &[], ts),
+            _ => (None, &[], &[]),
+        };
+        one.into_iter().chain(list).chain(opts.iter().flatten())
     }
 }

@@ -200,17 +200,26 @@ unsafe fn retype(a: &DevArg) -> Res<()> {
 
 /// The eager value tensor argument `a` reads: its storage's value, reshaped or viewed.
 unsafe fn read(a: &DevArg) -> Res<Tensor> {
-    retype(a)?;
+    let want = dtype_of(a.dtype)?;
     let value = a
         .value
         .as_ref()
         .ok_or_else(|| error("tpu: a device tensor without a value".into()))?;
     let sizes = slice(a.ints, a.len);
-    let (covers, same_shape) = value.with_shape(|stored| {
+    let (same_dtype, covers, same_shape) = value.with_type(|dtype, stored| {
         let same =
             stored.len() == sizes.len() && stored.iter().zip(sizes).all(|(&s, &d)| s as i64 == d);
-        (covers_storage(a, stored.iter().product()), same)
+        (
+            dtype == want,
+            covers_storage(a, stored.iter().product()),
+            same,
+        )
     });
+    if !same_dtype {
+        // Retyped, the storage's value is of `want`: read again.
+        retype(a)?;
+        return read(a);
+    }
     if covers {
         if same_shape {
             return Ok(value.clone());
@@ -315,19 +324,25 @@ unsafe fn arg<'a>(a: &'a DevArg, tensors: &mut Vec<(&'a DevArg, Tensor)>) -> Res
 }
 
 unsafe fn emit_tensor(emit: Emit, ctx: *mut c_void, t: Tensor) {
-    let dims: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
-    let dtype = t.dtype().torch_scalar_type();
+    // The sizes on the stack up to rank 8 (an allocation per result otherwise).
+    let (mut small, mut big) = ([0i64; 8], Vec::new());
+    let (dtype, rank) = t.with_type(|dtype, shape| {
+        if shape.len() <= small.len() {
+            for (d, &s) in small.iter_mut().zip(shape) {
+                *d = s as i64;
+            }
+        } else {
+            big = shape.iter().map(|&s| s as i64).collect();
+        }
+        (dtype.torch_scalar_type(), shape.len())
+    });
+    let dims = if big.is_empty() {
+        small.as_ptr()
+    } else {
+        big.as_ptr()
+    };
     let boxed = Box::into_raw(Box::new(t));
-    emit(
-        ctx,
-        ARG_TENSOR,
-        boxed,
-        dtype,
-        dims.len(),
-        dims.as_ptr(),
-        0,
-        0.0,
-    );
+    emit(ctx, ARG_TENSOR, boxed, dtype, rank, dims, 0, 0.0);
 }
 
 /// Hands a result that is not a tensor to `emit`: `kind` with its `i` or `f`.
@@ -380,28 +395,13 @@ pub unsafe extern "C" fn tessera_device_call(
             .ok_or_else(|| error("tpu: an op outside Tessera's table was called".into()))?;
         let args = slice(args, n);
         let written = slice(written, n);
-        let (mut pos, mut kw) = (Vec::with_capacity(n), Vec::new());
-        let mut tensors = Vec::new();
-        let mut writes = Vec::new();
-        for (a, &w) in args.iter().zip(written) {
-            let before = tensors.len();
-            let v = arg(a, &mut tensors)?;
-            if w != 0 {
-                writes.extend(tensors[before..].iter().map(|(a, t)| (*a, t.clone())));
-            }
-            if a.name.is_null() {
-                pos.push(v);
-            } else {
-                kw.push((CStr::from_ptr(a.name).to_str().unwrap_or(""), v));
-            }
-        }
-        let outs = if ON_AUTOGRAD_THREAD.get() {
-            let before = crate::eager::eager_compiles();
-            let outs = tessera_eager::call_schema(schema, pos, kw);
-            AUTOGRAD_COMPILES.fetch_add(crate::eager::eager_compiles() - before, Relaxed);
-            outs?
+        let tensors_alone = args
+            .iter()
+            .all(|a| a.kind == ARG_TENSOR && a.name.is_null());
+        let (outs, writes) = if tensors_alone {
+            call_on_tensors(schema, args, written)?
         } else {
-            tessera_eager::call_schema(schema, pos, kw)?
+            call_on_args(schema, args, written)?
         };
         // The eager runtime wrote into the values passed: a view of the storage wrote
         // through; a copy is written back.
@@ -412,22 +412,88 @@ pub unsafe extern "C" fn tessera_device_call(
             }
         }
         for o in outs {
-            match o {
-                Output::Tensor(t) => emit_tensor(emit, ctx, t),
-                Output::Tensors(ts) => {
-                    emit_scalar(emit, ctx, OUT_LIST, ts.len() as i64, 0.0);
-                    for t in ts {
-                        emit_tensor(emit, ctx, t);
-                    }
-                }
-                Output::Int(i) => emit_scalar(emit, ctx, ARG_INT, i, 0.0),
-                Output::Bool(b) => emit_scalar(emit, ctx, ARG_BOOL, b as i64, 0.0),
-                Output::Float(x) => emit_scalar(emit, ctx, ARG_FLOAT, 0, x),
-                Output::None => emit_scalar(emit, ctx, ARG_NONE, 0, 0.0),
-            }
+            emit_output(emit, ctx, o);
         }
         Ok(())
     })
+}
+
+/// An op's outputs, and its written tensor arguments with the values they were passed as.
+type Called<'a> = (Vec<Output>, Vec<(&'a DevArg, Tensor)>);
+
+/// `call` on this thread, counting the programs it compiled on autograd's device thread.
+fn counting_compiles(
+    call: impl FnOnce() -> tessera_eager::Result<Vec<Output>>,
+) -> tessera_eager::Result<Vec<Output>> {
+    if !ON_AUTOGRAD_THREAD.get() {
+        return call();
+    }
+    let before = crate::eager::eager_compiles();
+    let outs = call();
+    AUTOGRAD_COMPILES.fetch_add(crate::eager::eager_compiles() - before, Relaxed);
+    outs
+}
+
+/// A call on positional tensors alone (the unboxed kernels' `a + b`): the eager runtime's
+/// memoized path.
+unsafe fn call_on_tensors<'a>(
+    schema: &'static OpSchema,
+    args: &'a [DevArg],
+    written: &[u8],
+) -> Res<Called<'a>> {
+    let mut values = Vec::with_capacity(args.len());
+    let mut writes = Vec::new();
+    for (a, &w) in args.iter().zip(written) {
+        let t = read(a)?;
+        if w != 0 {
+            writes.push((a, t.clone()));
+        }
+        values.push(t);
+    }
+    let outs = counting_compiles(|| tessera_eager::call_tensors(schema, values))?;
+    Ok((outs, writes))
+}
+
+/// A call with any arguments.
+unsafe fn call_on_args<'a>(
+    schema: &'static OpSchema,
+    args: &'a [DevArg],
+    written: &[u8],
+) -> Res<Called<'a>> {
+    let (mut pos, mut kw) = (Vec::with_capacity(args.len()), Vec::new());
+    let mut tensors = Vec::new();
+    let mut writes = Vec::new();
+    for (a, &w) in args.iter().zip(written) {
+        let before = tensors.len();
+        let v = arg(a, &mut tensors)?;
+        if w != 0 {
+            writes.extend(tensors[before..].iter().map(|(a, t)| (*a, t.clone())));
+        }
+        if a.name.is_null() {
+            pos.push(v);
+        } else {
+            kw.push((CStr::from_ptr(a.name).to_str().unwrap_or(""), v));
+        }
+    }
+    let outs = counting_compiles(|| tessera_eager::call_schema(schema, pos, kw))?;
+    Ok((outs, writes))
+}
+
+/// Hands one output to `emit` (a list as OUT_LIST, then its tensors).
+unsafe fn emit_output(emit: Emit, ctx: *mut c_void, o: Output) {
+    match o {
+        Output::Tensor(t) => emit_tensor(emit, ctx, t),
+        Output::Tensors(ts) => {
+            emit_scalar(emit, ctx, OUT_LIST, ts.len() as i64, 0.0);
+            for t in ts {
+                emit_tensor(emit, ctx, t);
+            }
+        }
+        Output::Int(i) => emit_scalar(emit, ctx, ARG_INT, i, 0.0),
+        Output::Bool(b) => emit_scalar(emit, ctx, ARG_BOOL, b as i64, 0.0),
+        Output::Float(x) => emit_scalar(emit, ctx, ARG_FLOAT, 0, x),
+        Output::None => emit_scalar(emit, ctx, ARG_NONE, 0, 0.0),
+    }
 }
 
 /// A new storage value of ScalarType `dtype` and shape `dims[..rank]` (a device tensor that

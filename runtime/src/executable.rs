@@ -7,6 +7,7 @@ use crate::error::{Result, RuntimeError};
 use crate::ffi;
 use crate::pjrt_call::pjrt;
 use crate::signature::{Signature, TensorType};
+use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -110,11 +111,12 @@ impl Executable {
             });
         }
         for (index, (want, got)) in sig.inputs.iter().zip(inputs).enumerate() {
-            let got_ty = TensorType {
-                shape: got.shape().to_vec(),
-                dtype: got.dtype(),
-            };
-            if *want != got_ty {
+            // Compared in place; the type is built only for the error.
+            if want.dtype != got.dtype() || want.shape != got.shape() {
+                let got_ty = TensorType {
+                    shape: got.shape().to_vec(),
+                    dtype: got.dtype(),
+                };
                 return Err(RuntimeError::InputMismatch {
                     name: self.name.clone(),
                     index,
@@ -180,14 +182,18 @@ impl Executable {
         self.check_inputs(inputs)?;
         self.check_output_memory()?;
         let api = self.client.plugin.api();
-        let args: Vec<*mut ffi::PJRT_Buffer> = inputs.iter().map(|b| b.raw()).collect();
+        // On the stack for a few inputs (an eager op's launch allocates per input otherwise).
+        let mut args: SmallVec<[*mut ffi::PJRT_Buffer; 8]> = SmallVec::new();
+        let mut kept: SmallVec<[i64; 8]> = SmallVec::new();
+        for (i, b) in inputs.iter().enumerate() {
+            args.push(b.raw());
+            if !donated.contains(&i) {
+                kept.push(i as i64);
+            }
+        }
         let arg_lists: [*const *mut ffi::PJRT_Buffer; 1] = [args.as_ptr()];
         let mut outs: Vec<*mut ffi::PJRT_Buffer> = vec![std::ptr::null_mut(); self.num_outputs];
         let out_lists: [*mut *mut ffi::PJRT_Buffer; 1] = [outs.as_mut_ptr()];
-        let kept: Vec<i64> = (0..inputs.len())
-            .filter(|i| !donated.contains(i))
-            .map(|i| i as i64)
-            .collect();
         let mut opts: ffi::PJRT_ExecuteOptions = ffi::args();
         opts.non_donatable_input_indices = kept.as_ptr();
         opts.num_non_donatable_input_indices = kept.len();

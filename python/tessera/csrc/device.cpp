@@ -19,6 +19,7 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/strides.h>
 #include <torch/extension.h>
 #include <torch/library.h>
@@ -116,18 +117,19 @@ struct CellAllocator final : c10::Allocator {
 
 CellAllocator g_alloc;
 
-// What a call hands back: its results in order, or its error.
+// What a call hands back: its results in order, or its error (inline up to a few results of
+// rank 6: an op call allocates nothing here).
 struct Out {
   int32_t kind;
   Value* value;
   int32_t dtype;
-  std::vector<int64_t> dims;
+  c10::SmallVector<int64_t, 6> dims;
   int64_t i;
   double f;
 };
 
 struct Results {
-  std::vector<Out> outs;
+  c10::SmallVector<Out, 2> outs;
   std::string error;
   ~Results() {
     for (auto& o : outs)
@@ -138,8 +140,9 @@ struct Results {
 void emit(void* ctx, int32_t kind, Value* value, int32_t dtype, size_t rank, const int64_t* dims,
           int64_t i, double f) noexcept {
   try {
-    static_cast<Results*>(ctx)->outs.push_back(
-        {kind, value, dtype, std::vector<int64_t>(dims, dims + rank), i, f});
+    Out o{kind, value, dtype, {}, i, f};
+    o.dims.assign(dims, dims + rank);
+    static_cast<Results*>(ctx)->outs.push_back(std::move(o));
   } catch (...) {
     g_release(value);
   }
@@ -666,7 +669,10 @@ template <int I, bool InPlace, size_t N, class... Rest>
 at::Tensor call_fast_with(const std::array<const at::Tensor*, N>& tensors,
                           const c10::Scalar* scalar, bool plain, const Rest&... rest) {
   const auto& op = fast_handle<I>();
-  const OpInfo& info = op_info(op);
+  // op_info's map keeps its entries in place: found once per op and thread.
+  thread_local const OpInfo* found = nullptr;
+  if (found == nullptr) found = &op_info(op);
+  const OpInfo& info = *found;
   auto boxed = [&](bool on_cpu, const std::string& why) {
     auto stack = stack_of(tensors, rest...);
     if (on_cpu) {
