@@ -8,10 +8,11 @@ use crate::bounded::Bounded;
 use crate::cache::{Lowering, OpEntry};
 use crate::error::{EagerError, Result};
 use crate::mode::EagerMode;
-use crate::runtime::{Runtime, Val};
+use crate::runtime::{Inputs, Runtime, Val, Vals};
 use crate::stats::{count, FlushReason};
 use crate::tensor::{PendingRef, State, Storage};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -30,7 +31,8 @@ pub(crate) enum Src {
 
 pub(crate) struct Node {
     pub entry: Arc<OpEntry>,
-    pub args: Vec<Src>,
+    /// Inline up to four: a graph holds thousands of nodes, most with one to three args.
+    pub args: SmallVec<[Src; 4]>,
 }
 
 pub(crate) struct Graph {
@@ -103,12 +105,7 @@ impl Graph {
     }
 
     /// Appends a node; returns its results as pending values.
-    pub fn record(
-        &mut self,
-        entry: &Arc<OpEntry>,
-        inputs: Vec<(Val, Option<Weak<Storage>>)>,
-        mode: EagerMode,
-    ) -> Vec<Val> {
+    pub fn record(&mut self, entry: &Arc<OpEntry>, inputs: Inputs, mode: EagerMode) -> Vals {
         if self.nodes.is_empty() {
             self.mode = mode;
         }
@@ -146,10 +143,19 @@ impl Graph {
 
     /// Notes that `s` may hold a pending value of this graph.
     pub fn hold(&mut self, s: &Arc<Storage>) {
-        if let State::Pending(r) = s.lock().state {
-            if r.graph == self.id {
-                self.holders.push((r, Arc::downgrade(s)));
-            }
+        let state = match s.lock().state {
+            State::Pending(r) => Some(r),
+            _ => None,
+        };
+        if let Some(r) = state {
+            self.hold_pending(r, s);
+        }
+    }
+
+    /// Notes that `s` holds pending value `r`.
+    pub fn hold_pending(&mut self, r: PendingRef, s: &Arc<Storage>) {
+        if r.graph == self.id {
+            self.holders.push((r, Arc::downgrade(s)));
         }
     }
 }

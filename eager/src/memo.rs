@@ -33,9 +33,9 @@ thread_local! {
 }
 
 /// The memoized entry for `schema` on `tensors`, or the key to keep one under.
-fn find(
+fn find<'t>(
     schema: &'static OpSchema,
-    tensors: &[Tensor],
+    tensors: impl Iterator<Item = &'t Tensor>,
 ) -> std::result::Result<Arc<OpEntry>, Vec<u64>> {
     MEMO.with(|m| {
         let m = &mut *m.borrow_mut();
@@ -61,16 +61,29 @@ fn keep(key: Vec<u64>, entry: &Arc<OpEntry>) {
     })
 }
 
-/// Calls `schema` on `tensors`, its first arguments in order, the rest at their defaults:
-/// what [`crate::call_schema`] does with them as positional arguments, faster when called
-/// again on tensors of the same types.
-pub fn call_tensors(schema: &'static OpSchema, tensors: Vec<Tensor>) -> Result<Vec<Output>> {
-    let found = find(schema, &tensors);
-    let values = tensors.into_iter().map(ArgValue::Tensor).collect();
+/// Calls `schema` on `args`, its first arguments in order, the rest at their defaults:
+/// what [`crate::call_schema`] does with them as positional arguments, faster when they are
+/// tensors alone (`ArgValue::Tensor`) called again on tensors of the same types. (A caller
+/// hands `ArgValue`s, not tensors, because the call is bound on them: a second list per op
+/// would cost its allocation.)
+pub fn call_tensors(schema: &'static OpSchema, args: Vec<ArgValue<Tensor>>) -> Result<Vec<Output>> {
+    let alone = args.iter().all(|a| matches!(a, ArgValue::Tensor(_)));
+    if !alone {
+        return crate::call_schema(schema, args, Vec::new());
+    }
+    let found = find(schema, args.iter().flat_map(|a| a.tensors()));
     match found {
-        Ok(entry) => with(|rt| rt.call_entry(&entry, &Bound { schema, values })),
+        Ok(entry) => with(|rt| {
+            rt.call_entry(
+                &entry,
+                &Bound {
+                    schema,
+                    values: args,
+                },
+            )
+        }),
         Err(key) => {
-            let bound = tessera_ops::bind(schema, values, Vec::new())
+            let bound = tessera_ops::bind(schema, args, Vec::new())
                 .map_err(|e| EagerError::op(String::new(), e))?;
             let (outs, entry) = with(|rt| rt.call_keeping(bound, true, true))?;
             if let Some(entry) = entry {

@@ -43,6 +43,12 @@ impl Output {
     }
 }
 
+/// An op's input values, each with the storage it was read from (a few per op: inline).
+pub(crate) type Inputs = SmallVec<[(Val, Option<Weak<Storage>>); 4]>;
+
+/// An op's result values (one or two per op: inline).
+pub(crate) type Vals = SmallVec<[Val; 2]>;
+
 /// A value an op reads: a device buffer or a pending result of this thread's graph.
 #[derive(Clone)]
 pub(crate) enum Val {
@@ -273,7 +279,7 @@ impl Runtime {
             inputs.push((Val::Buf(self.upload_buffer(&crate::rng::next_key())?), None));
         }
         let results = if entry.results.is_empty() {
-            Vec::new()
+            Vals::new()
         } else {
             self.run_entry(entry, inputs, m, &|| describe(&types_of(bound)))?
         };
@@ -288,7 +294,7 @@ impl Runtime {
         &mut self,
         tensors: impl Iterator<Item = Result<&'t Tensor>>,
         m: EagerMode,
-    ) -> Result<Vec<(Val, Option<Weak<Storage>>)>> {
+    ) -> Result<Inputs> {
         let need = (!m.defers()).then_some(FlushReason::NeedsValue);
         tensors
             .map(|t| {
@@ -304,15 +310,14 @@ impl Runtime {
     pub(crate) fn run_entry(
         &mut self,
         entry: &Arc<OpEntry>,
-        inputs: Vec<(Val, Option<Weak<Storage>>)>,
+        inputs: Inputs,
         m: EagerMode,
         arguments: &dyn Fn() -> String,
-    ) -> Result<Vec<Val>> {
+    ) -> Result<Vals> {
         if m.defers() {
             return Ok(self.graph.record(entry, inputs, m));
         }
-        let vals: Vec<Val> = inputs.into_iter().map(|(v, _)| v).collect();
-        self.launch(entry, &vals, m, arguments)
+        self.launch(entry, &inputs, m, arguments)
     }
 
     /// After an op: the materialization rules that cut the pending graph there.
@@ -333,13 +338,13 @@ impl Runtime {
     fn launch(
         &mut self,
         entry: &OpEntry,
-        inputs: &[Val],
+        inputs: &Inputs,
         m: EagerMode,
         arguments: &dyn Fn() -> String,
-    ) -> Result<Vec<Val>> {
+    ) -> Result<Vals> {
         let op = entry.op();
         let mut bufs: SmallVec<[&Buffer; 8]> = SmallVec::with_capacity(inputs.len());
-        for v in inputs {
+        for (v, _) in inputs {
             match v {
                 Val::Buf(b) => bufs.push(b),
                 Val::Pending(_) => {
@@ -491,9 +496,16 @@ impl Runtime {
 
     /// A new tensor holding `v`.
     pub(crate) fn wrap(&mut self, ty: TensorType, v: Val, op: OpName) -> Tensor {
+        let pending = match &v {
+            Val::Pending(r) => Some(*r),
+            Val::Buf(_) => None,
+        };
         let state = self.state_of(v, Some(op));
         let t = Tensor::from_state(ty, state, self.kind);
-        self.graph.hold(&t.storage);
+        if let Some(r) = pending {
+            // Known pending: no need to lock the new storage to find out.
+            self.graph.hold_pending(r, &t.storage);
+        }
         t
     }
 
@@ -534,7 +546,7 @@ impl Runtime {
         &mut self,
         entry: &OpEntry,
         bound: &Bound<Tensor>,
-        results: Vec<Val>,
+        results: Vals,
     ) -> Result<Vec<Output>> {
         let op = entry.op();
         let mut outs = Vec::with_capacity(entry.outs.len());

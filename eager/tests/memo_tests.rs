@@ -11,6 +11,10 @@ fn schema(op: &str) -> &'static OpSchema {
     tessera_ops::find(op).unwrap()
 }
 
+fn args(tensors: Vec<Tensor>) -> Vec<ArgValue<Tensor>> {
+    tensors.into_iter().map(ArgValue::Tensor).collect()
+}
+
 fn one(outs: Vec<Output>) -> Tensor {
     outs.into_iter().next().unwrap().tensor().unwrap()
 }
@@ -18,11 +22,10 @@ fn one(outs: Vec<Output>) -> Tensor {
 /// `op` on `xs` through the memo (twice: the second call finds the entry) and through the
 /// general path: all three equal.
 fn same_as_general(op: &str, xs: &[Tensor]) -> Vec<f64> {
-    let args = xs.iter().cloned().map(ArgValue::Tensor).collect();
-    let general = one(call_schema(schema(op), args, vec![]).unwrap());
+    let general = one(call_schema(schema(op), args(xs.to_vec()), vec![]).unwrap());
     let want = general.to_f64_vec().unwrap();
     for _ in 0..2 {
-        let got = one(call_tensors(schema(op), xs.to_vec()).unwrap());
+        let got = one(call_tensors(schema(op), args(xs.to_vec())).unwrap());
         assert_eq!(got.shape(), general.shape(), "{op}");
         assert_eq!(got.to_f64_vec().unwrap(), want, "{op}");
     }
@@ -34,7 +37,8 @@ fn memoized_calls_match_the_general_path_and_keep_no_evicted_entry() {
     let a = dev(&host(1, &[3, 4]));
     let b = dev(&host(2, &[3, 4]));
     let c = dev(&host(3, &[4, 5]));
-    let cond = one(call_tensors(schema("aten::gt.Tensor"), vec![a.clone(), b.clone()]).unwrap());
+    let cond =
+        one(call_tensors(schema("aten::gt.Tensor"), args(vec![a.clone(), b.clone()])).unwrap());
     let (ha, hb) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
     for m in [EagerMode::Strict, EagerMode::Debug, EagerMode::DeferAndFuse] {
         in_mode(m, || {
@@ -54,9 +58,9 @@ fn memoized_calls_match_the_general_path_and_keep_no_evicted_entry() {
     // The second call on the same types is a cache hit that compiles nothing.
     reset_stats();
     let s = schema("aten::sub.Tensor");
-    one(call_tensors(s, vec![a.clone(), b.clone()]).unwrap());
+    one(call_tensors(s, args(vec![a.clone(), b.clone()])).unwrap());
     let first = stats().mode(EagerMode::Strict).clone();
-    one(call_tensors(s, vec![a.clone(), b.clone()]).unwrap());
+    one(call_tensors(s, args(vec![a.clone(), b.clone()])).unwrap());
     let second = stats().mode(EagerMode::Strict).clone();
     assert_eq!(second.ops, first.ops + 1);
     assert_eq!(second.cache_hits, first.cache_hits + 1);
@@ -66,13 +70,17 @@ fn memoized_calls_match_the_general_path_and_keep_no_evicted_entry() {
     let x = dev(&host(4, &[3, 4]));
     let x0 = x.to_f64_vec().unwrap();
     for _ in 0..2 {
-        call_tensors(schema("aten::add_.Tensor"), vec![x.clone(), b.clone()]).unwrap();
+        call_tensors(
+            schema("aten::add_.Tensor"),
+            args(vec![x.clone(), b.clone()]),
+        )
+        .unwrap();
     }
     let want: Vec<f64> = x0.iter().zip(&hb).map(|(x, y)| x + 2.0 * y).collect();
     assert!(max_err(&x.to_f64_vec().unwrap(), &want) < 1e-6);
     let base = dev(&host(5, &[4, 3]));
     let base0 = base.to_f64_vec().unwrap();
-    let view = one(call_tensors(schema("aten::t"), vec![base.clone()]).unwrap());
+    let view = one(call_tensors(schema("aten::t"), args(vec![base.clone()])).unwrap());
     assert!(
         view.is_view() && view.shares_storage(&base),
         "t stays a view"
@@ -80,7 +88,7 @@ fn memoized_calls_match_the_general_path_and_keep_no_evicted_entry() {
     for _ in 0..2 {
         call_tensors(
             schema("aten::mul_.Tensor"),
-            vec![view.clone(), view.clone()],
+            args(vec![view.clone(), view.clone()]),
         )
         .unwrap();
     }
@@ -90,18 +98,24 @@ fn memoized_calls_match_the_general_path_and_keep_no_evicted_entry() {
     // Evicted from the lowering cache, an entry is rebuilt (and compiled) again.
     set_cache_capacity(1);
     let s = schema("aten::div.Tensor");
-    let want = one(call_tensors(s, vec![a.clone(), b.clone()]).unwrap())
+    let want = one(call_tensors(s, args(vec![a.clone(), b.clone()])).unwrap())
         .to_f64_vec()
         .unwrap();
-    one(call_tensors(schema("aten::maximum"), vec![a.clone(), b.clone()]).unwrap());
+    one(call_tensors(schema("aten::maximum"), args(vec![a.clone(), b.clone()])).unwrap());
     reset_stats();
-    let again = one(call_tensors(s, vec![a.clone(), b.clone()]).unwrap());
+    let again = one(call_tensors(s, args(vec![a.clone(), b.clone()])).unwrap());
     assert_eq!(again.to_f64_vec().unwrap(), want);
     let st = stats().mode(EagerMode::Strict).clone();
     assert_eq!((st.cache_hits, st.compiles), (0, 1), "rebuilt: {st:?}");
     set_cache_capacity(DEFAULT_CACHE_CAPACITY);
 
+    // Arguments that are not tensors alone take the general path: a number.
+    let with_number = vec![ArgValue::Tensor(a.clone()), ArgValue::Float(3.0)];
+    let got = one(call_tensors(schema("aten::mul.Scalar"), with_number).unwrap());
+    let want: Vec<f64> = ha.iter().map(|x| 3.0 * x).collect();
+    assert!(max_err(&got.to_f64_vec().unwrap(), &want) < 1e-6);
+
     // Bad input is the general path's error, not a panic.
-    let err = call_tensors(schema("aten::mm"), vec![a.clone(), b.clone()]).unwrap_err();
+    let err = call_tensors(schema("aten::mm"), args(vec![a.clone(), b.clone()])).unwrap_err();
     assert!(err.to_string().contains("mm"), "{err}");
 }

@@ -448,7 +448,7 @@ unsafe fn call_on_tensors<'a>(
         if w != 0 {
             writes.push((a, t.clone()));
         }
-        values.push(t);
+        values.push(ArgValue::Tensor(t));
     }
     let outs = counting_compiles(|| tessera_eager::call_tensors(schema, values))?;
     Ok((outs, writes))

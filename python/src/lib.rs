@@ -232,3 +232,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TORCH_VERSION", tessera_ops::schema::TORCH_VERSION)?;
     Ok(())
 }
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
