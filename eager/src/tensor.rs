@@ -160,10 +160,7 @@ impl Tensor {
 
     /// `f` of the shape, without copying it (the per-op paths ask often).
     pub fn with_shape<R>(&self, f: impl FnOnce(&[usize]) -> R) -> R {
-        match &self.view {
-            Some(v) => f(&v.ty.shape),
-            None => f(&self.storage.lock().ty.shape),
-        }
+        self.with_type(|_, shape| f(shape))
     }
 
     /// `f` of the dtype and shape, without copying them (one lock, where the two are read).
@@ -178,10 +175,7 @@ impl Tensor {
     }
 
     pub fn dtype(&self) -> DType {
-        match &self.view {
-            Some(v) => v.ty.dtype,
-            None => self.storage.lock().ty.dtype,
-        }
+        self.with_type(|dtype, _| dtype)
     }
 
     pub fn dim(&self) -> usize {
