@@ -1,7 +1,9 @@
 //! Typed methods with PyTorch's names for the common ops. Each is a call of one ATen
-//! overload by name through [`crate::call`], so it runs in the current mode like any op.
+//! overload by name through [`crate::call`] (positional calls through [`call_tensors`]), so it
+//! runs in the current mode like any op.
 
-use crate::error::Result;
+use crate::error::{EagerError, Result};
+use crate::memo::call_tensors;
 use crate::runtime::{call, Output};
 use crate::tensor::Tensor;
 use tessera_lowering::DType;
@@ -19,8 +21,21 @@ fn t(x: &Tensor) -> A {
     ArgValue::Tensor(x.clone())
 }
 
+/// Calls `op` and takes its first result. Positional calls go through [`call_tensors`]: a
+/// call on tensors alone is then memoized per op and tensor types (no bind, lift or cache key
+/// per call), as the PyTorch device's calls are; anything else takes the general path.
 fn one(op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>) -> Result<Tensor> {
-    let mut outs = call(op, args, kwargs)?;
+    let mut outs = if kwargs.is_empty() {
+        let schema = tessera_ops::find(op).ok_or_else(|| {
+            EagerError::op(
+                String::new(),
+                tessera_ops::OpError::UnknownOp { op: op.to_string() },
+            )
+        })?;
+        call_tensors(schema, args)?
+    } else {
+        call(op, args, kwargs)?
+    };
     outs.swap_remove(0).tensor()
 }
 
