@@ -2,9 +2,9 @@
 //! overload by name through [`crate::call`] (positional calls through [`call_tensors`]), so it
 //! runs in the current mode like any op.
 
-use crate::error::{EagerError, Result};
+use crate::error::Result;
 use crate::memo::call_tensors;
-use crate::runtime::{call, Output};
+use crate::runtime::{call, schema_named, Output};
 use crate::tensor::Tensor;
 use tessera_lowering::DType;
 use tessera_ops::ArgValue;
@@ -26,13 +26,7 @@ fn t(x: &Tensor) -> A {
 /// per call), as the PyTorch device's calls are; anything else takes the general path.
 fn one(op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>) -> Result<Tensor> {
     let mut outs = if kwargs.is_empty() {
-        let schema = tessera_ops::find(op).ok_or_else(|| {
-            EagerError::op(
-                String::new(),
-                tessera_ops::OpError::UnknownOp { op: op.to_string() },
-            )
-        })?;
-        call_tensors(schema, args)?
+        call_tensors(schema_named(op)?, args)?
     } else {
         call(op, args, kwargs)?
     };

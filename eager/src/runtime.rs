@@ -639,13 +639,18 @@ pub fn call(
     args: Vec<ArgValue<Tensor>>,
     kwargs: Vec<(&str, ArgValue<Tensor>)>,
 ) -> Result<Vec<Output>> {
-    let schema = tessera_ops::find(op).ok_or_else(|| {
+    call_schema(schema_named(op)?, args, kwargs)
+}
+
+/// The schema of `op` (`aten::add.Tensor`, `add.Tensor`), or the unknown-op error [`call`]
+/// gives.
+pub(crate) fn schema_named(op: &str) -> Result<&'static tessera_ops::OpSchema> {
+    tessera_ops::find(op).ok_or_else(|| {
         EagerError::op(
             String::new(),
             tessera_ops::OpError::UnknownOp { op: op.to_string() },
         )
-    })?;
-    call_schema(schema, args, kwargs)
+    })
 }
 
 /// [`call`] with the op's schema found already (`tessera_ops::find`, once per op: a
