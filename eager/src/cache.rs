@@ -7,7 +7,7 @@ use crate::bounded::Bounded;
 use crate::error::{EagerError, Result};
 use crate::tensor::OpName;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use tessera_lowering::stablehlo::{TensorType, Value};
 use tessera_ops::bind::Bound;
 use tessera_ops::schema::Tag;
@@ -60,15 +60,21 @@ pub(crate) struct OpEntry {
     pub checks: Vec<CheckKind>,
     /// The one-op module (None when nothing needs the device).
     pub module: Option<String>,
-    exe: Mutex<Option<Arc<Executable>>>,
+    /// The compiled program: read without a lock once set (every launch reads it); `compiling`
+    /// lets one thread compile it.
+    exe: OnceLock<Arc<Executable>>,
+    compiling: Mutex<()>,
 }
 
 impl OpEntry {
     /// The op's own program, compiled on first use; `compiled` says whether this call compiled.
-    pub(crate) fn executable(&self, client: &Client) -> Result<(Arc<Executable>, bool)> {
-        let mut slot = self.exe.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = &*slot {
-            return Ok((e.clone(), false));
+    pub(crate) fn executable(&self, client: &Client) -> Result<(&Arc<Executable>, bool)> {
+        if let Some(e) = self.exe.get() {
+            return Ok((e, false));
+        }
+        let _one = self.compiling.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = self.exe.get() {
+            return Ok((e, false)); // another thread compiled it meanwhile
         }
         let name = self.op().full_name();
         let text = self
@@ -78,9 +84,7 @@ impl OpEntry {
         let exe = client
             .compile(text, &CompileOptions::default())
             .map_err(|e| EagerError::device(&name, String::new(), &e))?;
-        let exe = Arc::new(exe);
-        *slot = Some(exe.clone());
-        Ok((exe, true))
+        Ok((self.exe.get_or_init(|| Arc::new(exe)), true))
     }
 
     pub(crate) fn op(&self) -> OpName {
@@ -112,7 +116,8 @@ impl OpEntry {
             results,
             checks: Vec::new(),
             module: Some(module),
-            exe: Mutex::new(None),
+            exe: OnceLock::new(),
+            compiling: Mutex::new(()),
         }
     }
 }
@@ -267,7 +272,8 @@ pub(crate) fn build_entry(
         results,
         checks: checks.into_iter().map(|c| c.kind).collect(),
         module,
-        exe: Mutex::new(None),
+        exe: OnceLock::new(),
+        compiling: Mutex::new(()),
     });
     Ok(ENTRIES.get_or_insert(key, entry))
 }

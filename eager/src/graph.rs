@@ -105,7 +105,7 @@ impl Graph {
     }
 
     /// Appends a node; returns its results as pending values.
-    pub fn record(&mut self, entry: &Arc<OpEntry>, inputs: Inputs, mode: EagerMode) -> Vals {
+    pub fn record(&mut self, entry: &Arc<OpEntry>, inputs: Inputs<'_>, mode: EagerMode) -> Vals {
         if self.nodes.is_empty() {
             self.mode = mode;
         }
@@ -118,7 +118,9 @@ impl Graph {
                     let at = *self.input_at.entry(key).or_insert(next);
                     if at == next {
                         self.inputs.push(b);
-                        self.input_from.push(from);
+                        // Held weakly, and only for inputs new to the graph (a weak
+                        // reference per op input cost two atomic updates each).
+                        self.input_from.push(from.map(Arc::downgrade));
                     }
                     Src::Input(at)
                 }

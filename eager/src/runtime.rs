@@ -11,7 +11,7 @@ use crate::{scalars, view};
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use tessera_lowering::stablehlo::TensorType;
 use tessera_lowering::{DType, HostTensor};
@@ -44,7 +44,7 @@ impl Output {
 }
 
 /// An op's input values, each with the storage it was read from (a few per op: inline).
-pub(crate) type Inputs = SmallVec<[(Val, Option<Weak<Storage>>); 4]>;
+pub(crate) type Inputs<'t> = SmallVec<[(Val, Option<&'t Arc<Storage>>); 4]>;
 
 /// An op's result values (one or two per op: inline).
 pub(crate) type Vals = SmallVec<[Val; 2]>;
@@ -294,13 +294,13 @@ impl Runtime {
         &mut self,
         tensors: impl Iterator<Item = Result<&'t Tensor>>,
         m: EagerMode,
-    ) -> Result<Inputs> {
+    ) -> Result<Inputs<'t>> {
         let need = (!m.defers()).then_some(FlushReason::NeedsValue);
         tensors
             .map(|t| {
                 let t = t?;
                 let v = self.val_of(t, need)?;
-                Ok((v, t.view.is_none().then(|| Arc::downgrade(&t.storage))))
+                Ok((v, t.view.is_none().then_some(&t.storage)))
             })
             .collect()
     }
@@ -310,7 +310,7 @@ impl Runtime {
     pub(crate) fn run_entry(
         &mut self,
         entry: &Arc<OpEntry>,
-        inputs: Inputs,
+        inputs: Inputs<'_>,
         m: EagerMode,
         arguments: &dyn Fn() -> String,
     ) -> Result<Vals> {
@@ -338,7 +338,7 @@ impl Runtime {
     fn launch(
         &mut self,
         entry: &OpEntry,
-        inputs: &Inputs,
+        inputs: &Inputs<'_>,
         m: EagerMode,
         arguments: &dyn Fn() -> String,
     ) -> Result<Vals> {

@@ -82,8 +82,10 @@ pub(crate) fn lift(rt: &mut Runtime, mut b: Bound<Tensor>) -> Result<Bound<Tenso
             }
         }
     }
-    if matches!(b.schema.name, "addcdiv" | "addcdiv_" | "addcmul" | "addcmul_")
-        && b.schema.overload.is_empty()
+    if matches!(
+        b.schema.name,
+        "addcdiv" | "addcdiv_" | "addcmul" | "addcmul_"
+    ) && b.schema.overload.is_empty()
     {
         return addc(rt, b, d);
     }
@@ -112,14 +114,26 @@ fn addc(rt: &mut Runtime, b: Bound<Tensor>, d: DType) -> Result<Bound<Tensor>> {
         vec![ArgValue::Tensor(t1.clone()), ArgValue::Tensor(k)],
         false,
     )?;
-    let combine = if b.schema.name.starts_with("addcdiv") { "div.Tensor" } else { "mul.Tensor" };
+    let combine = if b.schema.name.starts_with("addcdiv") {
+        "div.Tensor"
+    } else {
+        "mul.Tensor"
+    };
     let r = rt.call_op(
         combine,
         vec![ArgValue::Tensor(scaled), ArgValue::Tensor(t2.clone())],
         false,
     )?;
-    let add = if b.schema.name.ends_with('_') { "add_.Tensor" } else { "add.Tensor" };
+    let add = if b.schema.name.ends_with('_') {
+        "add_.Tensor"
+    } else {
+        "add.Tensor"
+    };
     let schema = tessera_ops::find(add).expect("add is in the op table");
-    tessera_ops::bind(schema, vec![ArgValue::Tensor(s.clone()), ArgValue::Tensor(r)], Vec::new())
-        .map_err(|e| crate::error::EagerError::op(String::new(), e))
+    tessera_ops::bind(
+        schema,
+        vec![ArgValue::Tensor(s.clone()), ArgValue::Tensor(r)],
+        Vec::new(),
+    )
+    .map_err(|e| crate::error::EagerError::op(String::new(), e))
 }
