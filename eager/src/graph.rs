@@ -109,9 +109,9 @@ impl Graph {
         if self.nodes.is_empty() {
             self.mode = mode;
         }
-        let args = inputs
-            .into_iter()
-            .map(|(v, from)| match v {
+        let mut args = SmallVec::new();
+        for (v, from) in inputs {
+            args.push(match v {
                 Val::Buf(b) => {
                     let key = Arc::as_ptr(&b) as usize;
                     let next = self.inputs.len() as u32;
@@ -125,8 +125,8 @@ impl Graph {
                     Src::Input(at)
                 }
                 Val::Pending(r) => Src::Node(r.node, r.out),
-            })
-            .collect();
+            });
+        }
         let node = self.nodes.len() as u32;
         self.nodes.push(Node {
             entry: entry.clone(),
