@@ -6,10 +6,8 @@ use crate::error::Result;
 use crate::memo::call_tensors;
 use crate::runtime::{call, schema_named, Output};
 use crate::tensor::Tensor;
-use rustc_hash::FxHashMap;
-use std::cell::RefCell;
 use tessera_lowering::DType;
-use tessera_ops::{ArgValue, OpSchema};
+use tessera_ops::ArgValue;
 
 type A = ArgValue<Tensor>;
 
@@ -26,31 +24,13 @@ fn t(x: &Tensor) -> A {
 /// Calls `op` and takes its first result. Positional calls go through [`call_tensors`]: a
 /// call on tensors alone is then memoized per op and tensor types (no bind, lift or cache key
 /// per call), as the PyTorch device's calls are; anything else takes the general path.
-fn one(op: &'static str, args: Vec<A>, kwargs: Vec<(&str, A)>) -> Result<Tensor> {
+fn one(op: &str, args: Vec<A>, kwargs: Vec<(&str, A)>) -> Result<Tensor> {
     let mut outs = if kwargs.is_empty() {
-        call_tensors(schema_of(op)?, args)?
+        call_tensors(schema_named(op)?, args)?
     } else {
         call(op, args, kwargs)?
     };
     outs.swap_remove(0).tensor()
-}
-
-thread_local! {
-    /// Schemas by the address and length of the methods' op names (literals).
-    static SCHEMAS: RefCell<FxHashMap<(usize, usize), &'static OpSchema>> =
-        RefCell::default();
-}
-
-/// The schema named `op`, looked up in the op table once per name and thread: the table's
-/// binary search over names was ~8% of a tiny op's call.
-fn schema_of(op: &'static str) -> Result<&'static OpSchema> {
-    let key = (op.as_ptr() as usize, op.len());
-    if let Some(s) = SCHEMAS.with(|m| m.borrow().get(&key).copied()) {
-        return Ok(s);
-    }
-    let s = schema_named(op)?;
-    SCHEMAS.with(|m| m.borrow_mut().insert(key, s));
-    Ok(s)
 }
 
 fn dims(d: &[i64]) -> A {

@@ -121,7 +121,7 @@ impl Executable {
         }
         for (index, (want, got)) in sig.inputs.iter().zip(inputs).enumerate() {
             // Compared in place; the type is built only for the error.
-            if want.dtype != got.dtype() || want.shape != got.shape() {
+            if !is_type_of(want, got) {
                 let got_ty = TensorType {
                     shape: got.shape().to_vec(),
                     dtype: got.dtype(),
@@ -232,11 +232,7 @@ impl Executable {
         self.typed_outputs.get_or_init(|| {
             self.signature.as_ref().is_some_and(|sig| {
                 sig.outputs.len() == bufs.len()
-                    && sig
-                        .outputs
-                        .iter()
-                        .zip(&bufs)
-                        .all(|(t, b)| t.dtype == b.dtype() && t.shape == b.shape())
+                    && sig.outputs.iter().zip(&bufs).all(|(t, b)| is_type_of(t, b))
             })
         });
         Ok(bufs)
@@ -282,6 +278,11 @@ fn platform_options(platform: &str, options: &CompileOptions) -> CompileOptions 
         "cpu" => options.with_default_override("xla_cpu_use_xnnpack", OptionOverride::Bool(false)),
         _ => options.clone(),
     }
+}
+
+/// Whether buffer `b` is of type `t` (dtype and shape).
+fn is_type_of(t: &TensorType, b: &Buffer) -> bool {
+    t.dtype == b.dtype() && t.shape == b.shape()
 }
 
 /// Whether `module` may alias an output to an input: any of the attributes that declare it
