@@ -51,6 +51,14 @@ fn find<'t>(
     })
 }
 
+/// The memoized entry for `schema` on `tensors`, if any.
+pub(crate) fn entry<'t>(
+    schema: &'static OpSchema,
+    tensors: impl Iterator<Item = &'t Tensor>,
+) -> Option<Arc<OpEntry>> {
+    find(schema, tensors).ok()
+}
+
 fn keep(key: Vec<u64>, entry: &Arc<OpEntry>) {
     MEMO.with(|m| {
         let m = &mut *m.borrow_mut();

@@ -77,10 +77,11 @@ pub(crate) fn cut_after(entry: &OpEntry, device: DeviceKind, slow_in_graph: &mut
 /// Whether this op counts toward [`SLOW_FUSED_PER_PROGRAM`]: a transcendental elementwise op
 /// on a large tensor, on the CPU plugin.
 fn is_slow_fused(entry: &OpEntry, device: DeviceKind) -> bool {
+    // The size first: comparing the op's name with the list's was ~3% of a deferred op.
     device == DeviceKind::Cpu
-        && matches!(entry.op(), OpName::Aten(s) if SLOW_FUSED_ON_CPU.contains(&s.name))
         && entry
             .results
             .first()
             .is_some_and(|t| t.num_elements() >= SLOW_FUSED_MIN_ELEMENTS)
+        && matches!(entry.op(), OpName::Aten(s) if SLOW_FUSED_ON_CPU.contains(&s.name))
 }

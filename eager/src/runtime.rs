@@ -288,6 +288,61 @@ impl Runtime {
         Ok(outs)
     }
 
+    /// [`crate::Shortcut::call`]: runs `entry` (one tensor result, nothing written) on
+    /// `tensors`, as [`Runtime::call_entry`] would; `None` when a tensor is a view or not of
+    /// its type in `types` (checked under the lock that reads its value).
+    pub(crate) fn call_shortcut(
+        &mut self,
+        entry: &Arc<OpEntry>,
+        tensors: &[&Tensor],
+        types: &[TensorType],
+    ) -> Result<Option<Tensor>> {
+        let plan = entry.plan()?;
+        let Some(result) = entry.results.first() else {
+            return Ok(None);
+        };
+        let of_type = |t: &Tensor, ty: &TensorType| {
+            t.with_type(|d, shape| d == ty.dtype && shape == ty.shape.as_slice())
+        };
+        for (i, (t, ty)) in tensors.iter().zip(types).enumerate() {
+            // Arguments the lowering does not read are checked here, the others below.
+            if t.view.is_some() || (!plan.inputs.contains(&i) && !of_type(t, ty)) {
+                return Ok(None);
+            }
+        }
+        let m = mode();
+        let need = (!m.defers()).then_some(FlushReason::NeedsValue);
+        let mut inputs = Inputs::new();
+        for &i in &plan.inputs {
+            let (Some(t), Some(ty)) = (tensors.get(i), types.get(i)) else {
+                return Ok(None);
+            };
+            let (same, v, _) = self.value_and(t, need, |c| c.ty == *ty)?;
+            if !same {
+                return Ok(None);
+            }
+            inputs.push((v, Some(&t.storage)));
+        }
+        count(m, |s| {
+            s.ops += 1;
+            s.cache_hits += 1;
+        });
+        let describe_call = || {
+            let values = types.iter().cloned().map(ArgValue::Tensor).collect();
+            describe(&Bound {
+                schema: plan.schema,
+                values,
+            })
+        };
+        let results = self.run_entry(entry, inputs, m, &describe_call)?;
+        let Some(v) = results.into_iter().next() else {
+            return Err(EagerError::Usage("internal: an op gave no result".into()));
+        };
+        let out = self.wrap(result.clone(), v, entry.op());
+        self.after_op(entry, m)?;
+        Ok(Some(out))
+    }
+
     /// The values of an op's input tensors, each with the storage it came from (a compiled
     /// function's replay reads it again); outside DeferAndFuse a pending value is computed.
     pub(crate) fn inputs_of<'t>(

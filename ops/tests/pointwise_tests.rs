@@ -77,6 +77,21 @@ fn division_modes() {
     assert!(e.contains("\"div_trunc_cpu\" not implemented for 'Bool'"), "{e}");
 }
 
+/// f16 `div(.., rounding_mode="trunc")`: by a one-element divisor TensorIterator takes the f32
+/// path (no rounding before the truncation); elementwise it rounds the quotient to f16 first.
+/// The values are ones where the two differ (torch 2.15 CPU gave both lists).
+#[test]
+fn div_trunc_half_rounds_like_torch() {
+    let a = || v(F16, &[23.796875, -39.09375, -17.]);
+    let trunc = || vec![("rounding_mode", A::Str("trunc".into()))];
+    let b1 = t(F16, &[1], &[1.7001953125]);
+    check("div.Tensor_mode", vec![a(), b1], trunc(), F16, &[13., -22., -9.]);
+    let b0 = t(F16, &[], &[1.7001953125]);
+    check("div.Tensor_mode", vec![a(), b0], trunc(), F16, &[13., -22., -9.]);
+    let b3 = v(F16, &[1.7001953125; 3]);
+    check("div.Tensor_mode", vec![a(), b3], trunc(), F16, &[14., -23., -10.]);
+}
+
 #[test]
 fn remainder_and_fmod_signs() {
     check(

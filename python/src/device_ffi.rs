@@ -12,7 +12,7 @@ use crate::eager::EagerTensor;
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use tessera_eager::{ArgValue, EagerError, Output, Tensor};
+use tessera_eager::{ArgValue, EagerError, Output, Shortcut, Tensor};
 use tessera_lowering::{DType, HostTensor};
 use tessera_ops::{OpError, OpSchema};
 
@@ -50,6 +50,8 @@ pub const OK: i32 = 0;
 pub const FALLBACK: i32 = 1;
 /// An error to raise (a failed device op, a bad value).
 pub const ERROR: i32 = 2;
+/// A shortcut does not apply to these arguments: the caller takes the general path.
+pub const MISS: i32 = 3;
 
 /// One argument of an op, or one device tensor to read or write.
 #[repr(C)]
@@ -147,16 +149,7 @@ fn call1(op: &str, args: Vec<ArgValue<Tensor>>) -> Res<Tensor> {
 
 /// Whether tensor `a` is its whole storage (of `numel` elements), row-major from offset 0.
 unsafe fn covers_storage(a: &DevArg, numel: usize) -> bool {
-    let sizes = slice(a.ints, a.len);
-    let strides = slice(a.strides, a.len);
-    let mut expected = 1;
-    for (&d, &s) in sizes.iter().zip(strides).rev() {
-        if d > 1 && s != expected {
-            return false;
-        }
-        expected *= d.max(1);
-    }
-    a.i == 0 && sizes.iter().product::<i64>() == numel as i64
+    a.i == 0 && contiguous(a) && slice(a.ints, a.len).iter().product::<i64>() == numel as i64
 }
 
 /// A storage's value as one row-major dimension (what strided reads and writes index).
@@ -422,9 +415,9 @@ pub unsafe extern "C" fn tessera_device_call(
 type Called<'a> = (Vec<Output>, Vec<(&'a DevArg, Tensor)>);
 
 /// `call` on this thread, counting the programs it compiled on autograd's device thread.
-fn counting_compiles(
-    call: impl FnOnce() -> tessera_eager::Result<Vec<Output>>,
-) -> tessera_eager::Result<Vec<Output>> {
+fn counting_compiles<T>(
+    call: impl FnOnce() -> tessera_eager::Result<T>,
+) -> tessera_eager::Result<T> {
     if !ON_AUTOGRAD_THREAD.get() {
         return call();
     }
@@ -477,6 +470,131 @@ unsafe fn call_on_args<'a>(
     }
     let outs = counting_compiles(|| tessera_eager::call_schema(schema, pos, kw))?;
     Ok((outs, writes))
+}
+
+/// A shortcut for a C++ call site that just called `schema` on tensor arguments `args` alone
+/// (positional, none written), or null (see [`Shortcut::find`]). Its result's torch ScalarType
+/// goes to `*dtype`, its rank to `*rank` and its sizes to `dims` (room for 8; null when the
+/// rank is larger). Released with [`tessera_device_shortcut_free`].
+///
+/// # Safety
+/// As [`tessera_device_call`]'s `schema` and `args`; `dtype`, `rank` writable, `dims` holds 8.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_shortcut(
+    schema: *const OpSchema,
+    n: usize,
+    args: *const DevArg,
+    dtype: *mut i32,
+    rank: *mut usize,
+    dims: *mut i64,
+) -> *mut Shortcut {
+    let find = || -> Option<Box<Shortcut>> {
+        let schema: &'static OpSchema = schema.as_ref()?;
+        let args = slice(args, n);
+        if !args
+            .iter()
+            .all(|a| a.kind == ARG_TENSOR && a.name.is_null())
+        {
+            return None;
+        }
+        let tensors = args
+            .iter()
+            .map(|a| read(a).ok())
+            .collect::<Option<Vec<_>>>()?;
+        let sc = Shortcut::find(schema, &tensors)?;
+        let (d, shape) = sc.output_type()?;
+        if shape.len() > 8 {
+            return None;
+        }
+        *dtype = d.torch_scalar_type();
+        *rank = shape.len();
+        for (k, &s) in shape.iter().enumerate() {
+            *dims.add(k) = s as i64;
+        }
+        Some(Box::new(sc))
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(find))
+        .ok()
+        .flatten()
+        .map_or(std::ptr::null_mut(), Box::into_raw)
+}
+
+/// Calls shortcut `sc` on tensor arguments `args`: [`OK`] with the result in `*out`, [`MISS`]
+/// when it does not apply (an argument that does not cover its storage, is not of the type
+/// the shortcut was made for, or whose entry is gone), [`FALLBACK`] or [`ERROR`] as
+/// [`tessera_device_call`] (then `fail` got the message).
+///
+/// # Safety
+/// `sc` came from [`tessera_device_shortcut`] and is not released; `args` holds `n` valid
+/// arguments; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_call_shortcut(
+    sc: *const Shortcut,
+    n: usize,
+    args: *const DevArg,
+    out: *mut *mut Tensor,
+    ctx: *mut c_void,
+    fail: Fail,
+) -> i32 {
+    let mut missed = false;
+    let code = guarded(fail, ctx, || {
+        let (Some(sc), args) = (sc.as_ref(), slice(args, n)) else {
+            missed = true;
+            return Ok(());
+        };
+        // Each argument the whole value of its storage: contiguous from offset 0 and of the
+        // shortcut's type (the stored value's type is checked by the call).
+        let mut values: smallvec::SmallVec<[&Tensor; 4]> = smallvec::SmallVec::new();
+        for (k, a) in args.iter().enumerate() {
+            let value = a.value.as_ref();
+            let contiguous = a.kind == ARG_TENSOR && a.i == 0 && contiguous(a);
+            let typed = dtype_of(a.dtype).is_ok_and(|d| sc.takes(k, d, slice(a.ints, a.len)));
+            match value {
+                Some(v) if contiguous && typed => values.push(v),
+                _ => {
+                    missed = true;
+                    return Ok(());
+                }
+            }
+        }
+        match counting_compiles(|| sc.call(&values))? {
+            Some(t) => *out = Box::into_raw(Box::new(t)),
+            None => missed = true,
+        }
+        Ok(())
+    });
+    if missed && code == OK {
+        MISS
+    } else {
+        code
+    }
+}
+
+/// Releases a shortcut.
+///
+/// # Safety
+/// `sc` came from [`tessera_device_shortcut`] and is released once, or is null.
+#[no_mangle]
+pub unsafe extern "C" fn tessera_device_shortcut_free(sc: *mut Shortcut) {
+    if !sc.is_null() {
+        let _ = std::panic::catch_unwind(|| drop(Box::from_raw(sc)));
+    }
+}
+
+/// Whether tensor argument `a`'s strides are row-major contiguous for its sizes.
+unsafe fn contiguous(a: &DevArg) -> bool {
+    let mut expected = 1;
+    for (&d, &s) in slice(a.ints, a.len)
+        .iter()
+        .zip(slice(a.strides, a.len))
+        .rev()
+    {
+        if d > 1 && s != expected {
+            return false;
+        }
+        expected *= d.max(1);
+    }
+    true
 }
 
 /// Hands one output to `emit` (a list as OUT_LIST, then its tensors).
@@ -661,10 +779,10 @@ pub unsafe extern "C" fn tessera_device_find(op: *const c_char) -> *const OpSche
 }
 
 /// The addresses of this module's entry points, for the C++ dispatch: call, upload, read,
-/// write, release, autograd_thread, find, value.
+/// write, release, autograd_thread, find, value, shortcut, call_shortcut, shortcut_free.
 #[pyo3::pyfunction]
-pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize, usize, usize) {
-    (
+pub fn device_call_addresses() -> Vec<usize> {
+    vec![
         tessera_device_call as *const () as usize,
         tessera_device_upload as *const () as usize,
         tessera_device_read as *const () as usize,
@@ -673,7 +791,10 @@ pub fn device_call_addresses() -> (usize, usize, usize, usize, usize, usize, usi
         tessera_device_autograd_thread as *const () as usize,
         tessera_device_find as *const () as usize,
         tessera_device_value as *const () as usize,
-    )
+        tessera_device_shortcut as *const () as usize,
+        tessera_device_call_shortcut as *const () as usize,
+        tessera_device_shortcut_free as *const () as usize,
+    ]
 }
 
 /// The C++ dispatch's counters: (uploads to the device, reads to the host, programs compiled

@@ -108,14 +108,19 @@ fn div_mode(cx: &mut Lower, a: &Args, mode: Option<&str>) -> LowerResult<Vec<Out
         Some("trunc") => {
             refuse_bool("div_trunc_cpu", d)?;
             refuse_complex("div_trunc_cpu", d)?;
-            let scalar = matches!(y, Operand::Scalar(_));
+            // TensorIterator treats a one-element divisor (a number, a 0-dim or any all-ones
+            // shape tensor) as a scalar and takes its f32 path for f16/bf16.
+            let scalar = match &y {
+                Operand::Scalar(_) => true,
+                Operand::Tensor(t) => t.shape().iter().all(|&n| n == 1),
+            };
             let (v, _) = promote_c(cx, &[x, y])?;
             if !d.is_float() {
                 cx.check_nonzero(&v[1])?;
                 return out(cx.div(&v[0], &v[1])?);
             }
             // Tensor by tensor, PyTorch rounds the f16/bf16 quotient before truncating; by a
-            // number, it computes in f32 throughout.
+            // scalar divisor, it computes in f32 throughout.
             let q = cx.div(&v[0], &v[1])?;
             let q = if scalar {
                 q
