@@ -1,23 +1,27 @@
-"""torch.compile(backend="tessera") side by side, medians of repeated runs in one process:
+"""torch.compile(backend="tessera") side by side:
 
 1. A training step (forward + backward, gradients of every weight) of a small pre-LN
-   transformer: Tessera compiled vs the same math in `jax.jit(jax.value_and_grad(..))` (the
-   same XLA compiler) vs torch eager on the CPU; then the step's programs alone, Tessera's
-   forward and backward vs JAX's one program, run by jaxlib's client without either's Python.
-2. Forward of zoo models: compiled (one program) vs the model on the `tpu` device in Strict and
-   DeferAndFuse vs op by op through `tessera.ops.call` (python/tools/model_routing.py) vs torch
-   eager.
+   transformer: Tessera compiled (on the tpu device, and on CPU tensors) vs the same math in
+   `jax.jit(jax.value_and_grad(..))` on jaxlib's own CPU client and on Tessera's PJRT plugin
+   (the same XLA build as Tessera's programs) vs torch eager; each variant in its own process,
+   the variants in turn, `--rounds` times. Then the step's programs alone (Tessera's forward
+   and backward vs JAX's one program) on both XLA builds, without either framework's host work.
+2. Forward of zoo models, medians in one process: compiled (one program) vs the model on the
+   `tpu` device in Strict and DeferAndFuse vs op by op through `tessera.ops.call`
+   (python/tools/model_routing.py) vs torch eager.
 
-    python python/tools/bench_compile.py [--iters 10] [--d 128] [--seq 64]
+    python python/tools/bench_compile.py [--iters 10] [--rounds 3] [--d 128] [--seq 64] [--models ..]
 
-With TESSERA_TORCH_DISPATCH=cpp the tpu device is the one dispatched in C++ (plain PrivateUse1
-tensors: no subclass for Dynamo and AOTAutograd to flatten and wrap on every call).
-"""
+The training step's Tessera processes dispatch the tpu device in C++
+(TESSERA_TORCH_DISPATCH=cpp: plain PrivateUse1 tensors, no subclass for Dynamo and
+AOTAutograd to flatten and wrap on every call)."""
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -108,87 +112,132 @@ def jax_step(model, d, heads):
     return jax.jit(jax.value_and_grad(loss)), params
 
 
-def training(args):
+def jax_on_tessera_plugin():
+    """Registers Tessera's CPU PJRT plugin with JAX as platform `tessera_cpu` (before JAX
+    starts its backends) and returns that name. Its path follows the runtime's rule:
+    $TESSERA_PJRT_PLUGIN_CPU, else the plugin store under $TESSERA_CACHE_DIR (~/.cache/tessera)."""
+    from jax._src import xla_bridge
+
+    path = os.environ.get("TESSERA_PJRT_PLUGIN_CPU") or os.path.join(
+        os.environ.get("TESSERA_CACHE_DIR") or os.path.expanduser("~/.cache/tessera"),
+        "plugins", "cpu", "xla_cpu_pjrt.so")
+    xla_bridge.register_plugin("tessera_cpu", library_path=path, options={"cpu_device_count": 1})
+    return "tessera_cpu"
+
+
+# The training step's variants, each timed in its own process (see `training`).
+STEPS = {
+    "tessera": "tessera compiled on the tpu device (loss in the graph)",
+    "tessera_cpu": "tessera compiled, CPU tensors",
+    "jax": "jax.jit, jaxlib's CPU client",
+    "jax_plugin": "jax.jit on Tessera's PJRT plugin",
+    "torch": "torch eager",
+}
+
+
+def step_run(variant, d, seq, dump=None):
+    """(run, loss of its first call) for one variant of the training step: two blocks, batch 4,
+    loss mean(y^2), every weight's gradient; each run waits for its loss and gradients."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(Block(args.d, 4), Block(args.d, 4))
-    x = torch.randn(4, args.seq, args.d)
-    compiled = torch.compile(model, backend="tessera")
+    model = torch.nn.Sequential(Block(d, 4), Block(d, 4))
+    x = torch.randn(4, seq, d)
+    if variant.startswith("jax"):
+        platform = jax_on_tessera_plugin() if variant == "jax_plugin" else "cpu"
+        import jax
 
-    def step(m):
+        fn, params = jax_step(model, d, 4)
+        params, xj = jax.device_put((params, np.asarray(x.numpy())), jax.devices(platform)[0])
+
         def run():
-            model.zero_grad(set_to_none=True)
-            loss = m(x).square().mean()
-            loss.backward()
-            return loss.item(), [p.grad for p in model.parameters()]
-        return run
+            loss, grads = fn(params, xj)
+            jax.block_until_ready((loss, grads))
+            return float(loss)
+        return run, run()
+    if variant == "tessera":
+        # Weights, activations and gradients stay on the device.
+        import tessera.torch as tt
 
-    ref_loss, ref_grads = step(model)()
-    got_loss, got_grads = step(compiled)()
-    assert abs(got_loss - ref_loss) <= 1e-4 * abs(ref_loss), (got_loss, ref_loss)
-    fn, params = jax_step(model, args.d, 4)
-    xj = np.asarray(x.numpy())
-    jl, _ = fn(params, xj)
-    assert abs(float(jl) - ref_loss) <= 1e-4 * abs(ref_loss), (float(jl), ref_loss)
+        model.to("tpu")
+        x = x.to("tpu")
+        compiled = torch.compile(lambda x: model(x).square().mean(), backend="tessera")
+        wait = tt.wait
+    else:
+        compiled = model if variant == "torch" else torch.compile(model, backend="tessera")
+        compiled = (lambda m: lambda x: m(x).square().mean())(compiled)
+        wait = None
+    params = list(model.parameters())
 
-    def jax_run():
-        loss, grads = fn(params, xj)
-        loss.block_until_ready()
-        for g in grads.values():
-            g.block_until_ready()
+    def run():
+        model.zero_grad(set_to_none=True)
+        loss = compiled(x)
+        loss.backward()
+        if wait is not None:
+            wait([p.grad for p in params])
+        return loss.item()
 
-    # The model on the tpu device, compiled: weights, activations and gradients stay there;
-    # each step waits for its gradients, as the JAX step does.
-    import tessera.torch as tt
-
-    on_device = torch.nn.Sequential(Block(args.d, 4), Block(args.d, 4))
-    on_device.load_state_dict(model.state_dict())
-    on_device.to("tpu")
-    xd = x.to("tpu")
-    compiled_dev = torch.compile(on_device, backend="tessera")
-
-    def device_step(forward_loss):
-        def run():
-            on_device.zero_grad(set_to_none=True)
-            loss = forward_loss()
-            loss.backward()
-            tt.wait([p.grad for p in on_device.parameters()])
-            return loss.item()
-        return run
-
-    device_run = device_step(lambda: compiled_dev(xd).square().mean())
-    dev_loss = device_run()
-    assert abs(dev_loss - ref_loss) <= 1e-4 * abs(ref_loss), (dev_loss, ref_loss)
-
-    # The loss inside the compiled graph too, as the JAX step has it (its backward then is
-    # part of the compiled backward graph instead of eager ops on the device).
-    compiled_loss = torch.compile(lambda x: on_device(x).square().mean(), backend="tessera")
-    device_loss_run = device_step(lambda: compiled_loss(xd))
     # The first call traces the forward and backward programs; the eager runtime writes their
-    # StableHLO to TESSERA_EAGER_DUMP as it compiles them (read by `programs_alone` below).
-    dump = tempfile.mkdtemp(prefix="bench_compile_")
-    os.environ["TESSERA_EAGER_DUMP"] = dump
+    # StableHLO to TESSERA_EAGER_DUMP as it compiles them (read by `programs_alone`).
+    if dump is not None:
+        os.environ["TESSERA_EAGER_DUMP"] = dump
     try:
-        dev_loss = device_loss_run()
+        first = run()
     finally:
-        del os.environ["TESSERA_EAGER_DUMP"]
-    assert abs(dev_loss - ref_loss) <= 1e-4 * abs(ref_loss), (dev_loss, ref_loss)
+        os.environ.pop("TESSERA_EAGER_DUMP", None)
+    return run, first
 
-    runs = {"cpu": step(compiled), "tpu": device_run, "tpu+loss": device_loss_run, "jax": jax_run,
-            "torch": step(model)}
-    med = interleaved_medians(runs, args.iters)
-    print(f"training step, 2 blocks d={args.d} seq={args.seq} batch 4 (medians of {args.iters}, interleaved):")
-    print(f"  tessera compiled, CPU tensors {med['cpu'] * 1e3:8.2f} ms | on the tpu device {med['tpu'] * 1e3:8.2f} ms"
-          f" | the same with the loss compiled {med['tpu+loss'] * 1e3:8.2f} ms"
-          f" | jax.jit {med['jax'] * 1e3:8.2f} ms | torch eager {med['torch'] * 1e3:8.2f} ms")
-    print(f"  jax.jit / tessera: CPU tensors {med['jax'] / med['cpu']:.2f}x, tpu device {med['jax'] / med['tpu']:.2f}x,"
-          f" tpu device with the loss compiled {med['jax'] / med['tpu+loss']:.2f}x (>= 1.0: Tessera as fast);"
-          f" torch eager / tessera (tpu device) = {med['torch'] / med['tpu']:.2f}x")
+
+def step_child(args):
+    """One variant's median step time, in this process alone: printed as a JSON line."""
+    run, loss = step_run(args.step, args.d, args.seq, args.dump)
+    print(json.dumps({"median_s": median_s(run, args.iters, warmup=5), "loss": loss}))
+
+
+def training(args):
+    """The training step of each variant, each in its own process, in turn, `--rounds` times:
+    in one process the clients' thread pools (jaxlib's, the plugin's under JAX, Tessera's)
+    would compete for the cores. Medians of the processes' medians; then the step's programs
+    alone."""
+    env = dict(os.environ, TESSERA_TORCH_DISPATCH="cpp")  # the device dispatched in C++
+    dump = tempfile.mkdtemp(prefix="bench_compile_")
+    times = {v: [] for v in STEPS}
+    losses = {}
+    for r in range(args.rounds):
+        for v in STEPS:
+            cmd = [sys.executable, os.path.abspath(__file__), "--step", v, "--iters", str(args.iters),
+                   "--d", str(args.d), "--seq", str(args.seq)]
+            if v == "tessera" and r == 0:
+                cmd += ["--dump", dump]
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if out.returncode != 0:
+                raise RuntimeError(f"training step {v}: exit {out.returncode}\n{out.stderr[-4000:]}")
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            times[v].append(got["median_s"])
+            losses[v] = got["loss"]
+    ref = losses["torch"]
+    for v, loss in losses.items():
+        assert abs(loss - ref) <= 1e-4 * abs(ref), (v, loss, ref)
+    med = {v: statistics.median(t) for v, t in times.items()}
+    print(f"training step, 2 blocks d={args.d} seq={args.seq} batch 4 (median of {args.rounds} processes"
+          f" per variant, each the median of {args.iters} steps; the variants' processes in turn):")
+    for v, what in STEPS.items():
+        spread = ", ".join(f"{t * 1e3:.2f}" for t in times[v])
+        print(f"  {what:56} {med[v] * 1e3:8.2f} ms  ({spread})")
+    t = med["tessera"]
+    print(f"  jax.jit / tessera (>= 1.0: Tessera as fast): jaxlib's client {med['jax'] / t:.2f}x,"
+          f" on the same XLA (Tessera's plugin) {med['jax_plugin'] / t:.2f}x;"
+          f" CPU tensors: {med['jax'] / med['tessera_cpu']:.2f}x; torch eager / tessera {med['torch'] / t:.2f}x")
     programs = []
     for f in sorted(os.listdir(dump)):
         with open(os.path.join(dump, f)) as text:
             programs.append(text.read())
     shutil.rmtree(dump)
-    programs_alone(programs, fn.lower(params, xj).as_text(), args.iters)
+    # JAX's step program, lowered in a child that has not loaded the plugin twice.
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--programs", "-", "--iters",
+                          str(args.iters), "--d", str(args.d), "--seq", str(args.seq)],
+                         input=json.dumps(programs), env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"programs alone: exit {out.returncode}\n{out.stderr[-4000:]}")
+    print(out.stdout, end="")
 
 
 # MLIR element types of the programs' arguments, as numpy dtypes.
@@ -196,47 +245,60 @@ _NP_TYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.
              "i32": np.int32, "i8": np.int8, "i1": np.bool_}
 
 
-def programs_alone(tessera_texts, jax_text, iters):
-    """The step's programs without either framework's Python: Tessera's forward and backward
-    programs (as dumped) and JAX's one program, each compiled and run by jaxlib's CPU client
-    on random inputs, interleaved. Shows how much of the gap above is the programs themselves
-    and how much is the host work around them (which on a 2-core machine competes with XLA's
-    threads rather than overlapping them)."""
+def programs_alone(args):
+    """The step's programs without either framework's host work: Tessera's forward and
+    backward programs (as dumped, read as JSON from stdin) and JAX's one program, compiled and
+    run on random inputs by jaxlib's CPU client and by Tessera's PJRT plugin, interleaved.
+    Separates the programs themselves (and the XLA build running them) from the host work
+    around them."""
     import re
 
+    tessera_texts = json.loads(sys.stdin.read())
+    plugin = jax_on_tessera_plugin()
     import jax
     from jax._src.lib import xla_client as xc
     from jax.extend import backend
 
-    client = backend.get_backend()
-    device = client.local_devices()[0]
-    devices = xc.DeviceList((device,))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Block(args.d, 4), Block(args.d, 4))
+    fn, params = jax_step(model, args.d, 4)
+    jax_text = fn.lower(params, np.zeros((4, args.seq, args.d), np.float32)).as_text()
     rng = np.random.default_rng(0)
 
-    def load(text):
-        sig = re.search(r"@main\((.*?)\)\s*(->|\{)", text, re.S).group(1)
-        args = []
-        for ty in re.findall(r"tensor<([^>]*)>", sig):
-            *dims, elem = ty.split("x")
-            shape = [int(d) for d in dims]
-            args.append(jax.device_put(np.asarray(rng.standard_normal(shape), _NP_TYPES[elem]),
-                                       device))
-        return client.compile_and_load(text, devices, xc.CompileOptions()), args
+    def runner(client, texts):
+        device = client.local_devices()[0]
+        programs = []
+        for text in texts:
+            sig = re.search(r"@main\((.*?)\)\s*(->|\{)", text, re.S).group(1)
+            inputs = []
+            for ty in re.findall(r"tensor<([^>]*)>", sig):
+                *dims, elem = ty.split("x")
+                shape = [int(d) for d in dims]
+                inputs.append(jax.device_put(np.asarray(rng.standard_normal(shape), _NP_TYPES[elem]), device))
+            exe = client.compile_and_load(text, xc.DeviceList((device,)), xc.CompileOptions())
+            programs.append((exe, inputs))
 
-    def runner(programs):
         def run():
-            outs = [exe.execute(args) for exe, args in programs]
+            outs = [exe.execute(inputs) for exe, inputs in programs]
             for out in outs:
                 for o in out:
                     o.block_until_ready()
         return run
 
-    runs = {"tessera": runner([load(text) for text in tessera_texts]),
-            "jax": runner([load(jax_text)])}
-    med = interleaved_medians(runs, iters)
-    print(f"  the programs alone (jaxlib's CPU client, random inputs): tessera's {len(tessera_texts)}"
-          f" {med['tessera'] * 1e3:8.2f} ms | jax's {med['jax'] * 1e3:8.2f} ms"
-          f" | jax / tessera {med['jax'] / med['tessera']:.2f}x")
+    runs = {}
+    for name, platform in (("jaxlib", "cpu"), ("plugin", plugin)):
+        client = backend.get_backend(platform)
+        runs[f"{name} tessera"] = runner(client, tessera_texts)
+        runs[f"{name} jax"] = runner(client, [jax_text])
+    med = interleaved_medians(runs, args.iters)
+    print(f"  the programs alone (random inputs; tessera's {len(tessera_texts)}, forward and backward,"
+          f" vs jax's one):")
+    for name in ("jaxlib", "plugin"):
+        t, j = med[f"{name} tessera"], med[f"{name} jax"]
+        where = "jaxlib's CPU client" if name == "jaxlib" else "Tessera's PJRT plugin"
+        print(f"    on {where:22} tessera {t * 1e3:8.2f} ms | jax {j * 1e3:8.2f} ms | jax / tessera {j / t:.2f}x")
+    print(f"    the same programs, plugin / jaxlib's client: tessera's {med['plugin tessera'] / med['jaxlib tessera']:.2f}x,"
+          f" jax's {med['plugin jax'] / med['jaxlib jax']:.2f}x")
 
 
 def zoo_forward(args):
@@ -301,9 +363,17 @@ def main():
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--d", type=int, default=128)
     p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=3, help="processes per training-step variant")
     p.add_argument("--models", nargs="*", default=["classic/mlp", "torchvision/resnet18", "transformers/bert"])
+    p.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
+    p.add_argument("--dump", help=argparse.SUPPRESS)
+    p.add_argument("--programs", help=argparse.SUPPRESS)
     args = p.parse_args()
     warnings.filterwarnings("ignore")
+    if args.step:
+        return step_child(args)
+    if args.programs:
+        return programs_alone(args)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     training(args)
     zoo_forward(args)
