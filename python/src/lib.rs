@@ -201,12 +201,26 @@ fn op_table(py: Python<'_>) -> PyResult<Vec<Py<PyDict>>> {
         .collect()
 }
 
+/// The PJRT plugin file the runtime loads for device `kind` (`cpu`, `cuda`, `tpu`):
+/// $TESSERA_PJRT_PLUGIN_<KIND>, else the plugin store (`tessera plugin install KIND`). Lets
+/// other PJRT hosts (JAX, in the benches) load the very plugin Tessera runs on. A missing
+/// file or an unknown kind is a `DeviceError` naming it.
+#[pyfunction]
+fn plugin_path(kind: &str) -> PyResult<String> {
+    let kind = tessera_runtime::DeviceKind::parse(kind)
+        .map_err(|e| DeviceError::new_err(e.to_string()))?;
+    tessera_runtime::plugin_store::locate(kind)
+        .map(|p| p.display().to_string())
+        .map_err(|e| DeviceError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<ScalarType>()?;
     m.add_function(wrap_pyfunction!(call, m)?)?;
     m.add_function(wrap_pyfunction!(op_table, m)?)?;
+    m.add_function(wrap_pyfunction!(plugin_path, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_list, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_meta, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_ops::kernel_run, m)?)?;

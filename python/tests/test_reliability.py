@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tessera
-from tessera import ops
+from tessera import _native, ops
 
 
 def _wait(pid, timeout=60.0):
@@ -55,14 +55,6 @@ def _python(code, env=None, timeout=180):
     )
 
 
-def _cpu_plugin():
-    path = os.environ.get("TESSERA_PJRT_PLUGIN_CPU")
-    if path:
-        return path
-    cache = os.environ.get("TESSERA_CACHE_DIR") or os.path.expanduser("~/.cache/tessera")
-    return os.path.join(cache, "plugins", "cpu", "xla_cpu_pjrt.so")
-
-
 _CATCH = """
 import torch, tessera
 try:
@@ -72,9 +64,24 @@ except tessera.TesseraError as e:
 """
 
 
+def test_plugin_path_follows_the_env_var_and_names_what_is_missing(tmp_path, monkeypatch):
+    path = _native.plugin_path("cpu")
+    assert os.path.isfile(path), path
+    monkeypatch.setenv("TESSERA_PJRT_PLUGIN_CPU", path)
+    assert _native.plugin_path("cpu") == path
+    missing = str(tmp_path / "missing.so")
+    monkeypatch.setenv("TESSERA_PJRT_PLUGIN_CPU", missing)
+    with pytest.raises(tessera.DeviceError, match="missing.so.*does not exist"):
+        _native.plugin_path("cpu")
+    with pytest.raises(tessera.DeviceError, match="gpu9"):
+        _native.plugin_path("gpu9")
+    with pytest.raises(tessera.DeviceError, match="no PJRT plugin"):
+        _native.plugin_path("interp")
+
+
 def test_a_truncated_plugin_is_a_device_error_not_a_sigbus(tmp_path):
     fake = tmp_path / "xla_cpu_pjrt.so"
-    with open(_cpu_plugin(), "rb") as f:
+    with open(_native.plugin_path("cpu"), "rb") as f:
         fake.write_bytes(f.read(1 << 20))
     r = _python(
         _CATCH.format(call="tessera.ops.call('abs', torch.ones(2))"),

@@ -113,15 +113,14 @@ def jax_step(model, d, heads):
 
 
 def jax_on_tessera_plugin():
-    """Registers Tessera's CPU PJRT plugin with JAX as platform `tessera_cpu` (before JAX
-    starts its backends) and returns that name. Its path follows the runtime's rule:
-    $TESSERA_PJRT_PLUGIN_CPU, else the plugin store under $TESSERA_CACHE_DIR (~/.cache/tessera)."""
+    """Registers the CPU PJRT plugin Tessera's runtime loads with JAX as platform `tessera_cpu`
+    (before JAX starts its backends) and returns that name."""
     from jax._src import xla_bridge
 
-    path = os.environ.get("TESSERA_PJRT_PLUGIN_CPU") or os.path.join(
-        os.environ.get("TESSERA_CACHE_DIR") or os.path.expanduser("~/.cache/tessera"),
-        "plugins", "cpu", "xla_cpu_pjrt.so")
-    xla_bridge.register_plugin("tessera_cpu", library_path=path, options={"cpu_device_count": 1})
+    from tessera import _native
+
+    xla_bridge.register_plugin("tessera_cpu", library_path=_native.plugin_path("cpu"),
+                               options={"cpu_device_count": 1})
     return "tessera_cpu"
 
 
@@ -162,8 +161,10 @@ def step_run(variant, d, seq, dump=None):
         compiled = torch.compile(lambda x: model(x).square().mean(), backend="tessera")
         wait = tt.wait
     else:
-        compiled = model if variant == "torch" else torch.compile(model, backend="tessera")
-        compiled = (lambda m: lambda x: m(x).square().mean())(compiled)
+        forward = model if variant == "torch" else torch.compile(model, backend="tessera")
+
+        def compiled(x):
+            return forward(x).square().mean()
         wait = None
     params = list(model.parameters())
 
@@ -192,6 +193,16 @@ def step_child(args):
     print(json.dumps({"median_s": median_s(run, args.iters, warmup=5), "loss": loss}))
 
 
+def run_child(args, flags, env, stdin=None):
+    """This script run with `flags` (and the step's sizes), checked; its stdout."""
+    cmd = [sys.executable, os.path.abspath(__file__), *flags, "--iters", str(args.iters),
+           "--d", str(args.d), "--seq", str(args.seq)]
+    out = subprocess.run(cmd, input=stdin, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(flags)}: exit {out.returncode}\n{out.stderr[-4000:]}")
+    return out.stdout
+
+
 def training(args):
     """The training step of each variant, each in its own process, in turn, `--rounds` times:
     in one process the clients' thread pools (jaxlib's, the plugin's under JAX, Tessera's)
@@ -203,14 +214,8 @@ def training(args):
     losses = {}
     for r in range(args.rounds):
         for v in STEPS:
-            cmd = [sys.executable, os.path.abspath(__file__), "--step", v, "--iters", str(args.iters),
-                   "--d", str(args.d), "--seq", str(args.seq)]
-            if v == "tessera" and r == 0:
-                cmd += ["--dump", dump]
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            if out.returncode != 0:
-                raise RuntimeError(f"training step {v}: exit {out.returncode}\n{out.stderr[-4000:]}")
-            got = json.loads(out.stdout.strip().splitlines()[-1])
+            flags = ["--step", v] + (["--dump", dump] if v == "tessera" and r == 0 else [])
+            got = json.loads(run_child(args, flags, env).strip().splitlines()[-1])
             times[v].append(got["median_s"])
             losses[v] = got["loss"]
     ref = losses["torch"]
@@ -231,13 +236,9 @@ def training(args):
         with open(os.path.join(dump, f)) as text:
             programs.append(text.read())
     shutil.rmtree(dump)
-    # JAX's step program, lowered in a child that has not loaded the plugin twice.
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--programs", "-", "--iters",
-                          str(args.iters), "--d", str(args.d), "--seq", str(args.seq)],
-                         input=json.dumps(programs), env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"programs alone: exit {out.returncode}\n{out.stderr[-4000:]}")
-    print(out.stdout, end="")
+    # In a child too: JAX's clients (and their thread pools) stay out of this process, which
+    # goes on to time the zoo models.
+    print(run_child(args, ["--programs"], env, stdin=json.dumps(programs)), end="")
 
 
 # MLIR element types of the programs' arguments, as numpy dtypes.
@@ -367,7 +368,7 @@ def main():
     p.add_argument("--models", nargs="*", default=["classic/mlp", "torchvision/resnet18", "transformers/bert"])
     p.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
     p.add_argument("--dump", help=argparse.SUPPRESS)
-    p.add_argument("--programs", help=argparse.SUPPRESS)
+    p.add_argument("--programs", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     warnings.filterwarnings("ignore")
     if args.step:
